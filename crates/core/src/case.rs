@@ -1,0 +1,98 @@
+//! Cases: one array spec × one workload, with a stable id.
+//!
+//! The case is the unit that runs, is stored, is resumed and is compared. Its id is a
+//! hash of its full configuration (disks, array, workload) — not of the plan's name, the
+//! target or the repetition — so the same configuration has the same id in every plan,
+//! on every target, across releases (a canonical JSON encoding is hashed; adding a field
+//! to it changes ids and is a breaking change to note in the changelog).
+
+use crate::spec::ArraySpec;
+use crate::units::Bytes;
+use crate::workload::Workload;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// The disks a plan uses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DiskSet {
+    /// Disks available to the plan (arrays may use fewer).
+    pub count: u32,
+    /// Disk model preset, for the sim and vm targets.
+    pub model: Option<String>,
+    /// Capacity override for the model.
+    pub capacity: Option<Bytes>,
+    /// Use only the first `span` bytes of each disk (a partition at its start).
+    pub span: Option<Bytes>,
+    /// Real devices, for the host target.
+    pub devices: Vec<String>,
+}
+
+impl DiskSet {
+    /// The same disks, as used by an array of `n` members.
+    pub fn without_count(&self, n: u32) -> DiskSet {
+        DiskSet {
+            count: n,
+            ..self.clone()
+        }
+    }
+}
+
+/// A stable identifier: 16 hex digits of SHA-256 over the canonical configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CaseId(pub String);
+
+impl fmt::Display for CaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One array spec × one workload on a set of disks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Case {
+    pub id: CaseId,
+    pub array: ArraySpec,
+    pub disks: DiskSet,
+    pub workload: Workload,
+}
+
+#[derive(Serialize)]
+struct Identity<'a> {
+    model: &'a Option<String>,
+    capacity: &'a Option<Bytes>,
+    span: &'a Option<Bytes>,
+    array: &'a ArraySpec,
+    workload: &'a Workload,
+}
+
+impl Case {
+    pub fn new(array: ArraySpec, disks: DiskSet, workload: Workload) -> Case {
+        let id = Self::id_of(&array, &disks, &workload);
+        Case {
+            id,
+            array,
+            disks,
+            workload,
+        }
+    }
+
+    fn id_of(array: &ArraySpec, disks: &DiskSet, workload: &Workload) -> CaseId {
+        let identity = Identity {
+            model: &disks.model,
+            capacity: &disks.capacity,
+            span: &disks.span,
+            array,
+            workload,
+        };
+        let json = serde_json::to_vec(&identity).expect("plain data serialises");
+        let digest = Sha256::digest(&json);
+        CaseId(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// `raid5 512k · randwrite 4k qd4×1`.
+    pub fn label(&self) -> String {
+        format!("{} · {}", self.array.label(), self.workload.label())
+    }
+}

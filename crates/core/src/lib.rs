@@ -1,0 +1,22 @@
+//! raidlab's vocabulary: units, array specs, workloads, disk models, plans and cases.
+//!
+//! Pure data and parsing, no I/O beyond reading a plan file: every other crate speaks in
+//! these types, so a plan means the same thing to the simulator, the host target, the
+//! store and the report.
+
+pub mod case;
+pub mod disk;
+pub mod plan;
+pub mod result;
+pub mod spec;
+pub mod stats;
+pub mod units;
+pub mod workload;
+
+pub use case::{Case, CaseId, DiskSet};
+pub use disk::{DiskKind, DiskModel};
+pub use plan::{Plan, PlanError};
+pub use result::{DirectionFigures, DiskUtil, Figures};
+pub use spec::{ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache};
+pub use units::{Bytes, Nanos, UnitError};
+pub use workload::{Rw, Workload};

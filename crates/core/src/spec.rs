@@ -1,0 +1,435 @@
+//! The array spec: what array a case builds — engine, level, layout, chunk, members,
+//! file system, write cache, bitmap and resync policy.
+//!
+//! One type serves every target: the simulator models it, the host and VM targets turn it
+//! into mdadm / mkfs.btrfs command lines, the report prints it. Parsing lives here so a
+//! layout such as `f2` means the same thing everywhere.
+
+use crate::units::Bytes;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Who builds the array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// Linux software RAID, built with mdadm.
+    Md,
+    /// btrfs native RAID profiles, built with mkfs.btrfs.
+    Btrfs,
+}
+
+/// A RAID level. `Single` is one disk without an array: the per-disk baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Single,
+    Raid0,
+    Raid1,
+    Raid10,
+    Raid5,
+    Raid6,
+    /// btrfs only: three copies.
+    Raid1c3,
+    /// btrfs only: four copies.
+    Raid1c4,
+}
+
+/// An md layout. `Near`/`Far`/`Offset` carry the copy count (raid10); the parity
+/// algorithms apply to raid5 and raid6.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Layout {
+    Near(u8),
+    Far(u8),
+    Offset(u8),
+    LeftSymmetric,
+    LeftAsymmetric,
+    RightSymmetric,
+    RightAsymmetric,
+    ParityFirst,
+    ParityLast,
+}
+
+/// File system made on the array before fio runs, or none (fio on the raw array).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Filesystem {
+    Xfs,
+    Ext4,
+    /// btrfs is implied by the btrfs engine.
+    Btrfs,
+    None,
+}
+
+/// What to do with each member's volatile write cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteCache {
+    Off,
+    On,
+    /// Leave it as found.
+    Keep,
+}
+
+/// md write-intent bitmap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Bitmap {
+    None,
+    Internal,
+}
+
+/// What to do about md's initial resync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resync {
+    /// Wait for it to finish before the workload (and record how long it took).
+    Wait,
+    /// `mdadm --assume-clean`: no resync.
+    AssumeClean,
+    /// Run the workload while the resync runs (to measure its cost).
+    During,
+}
+
+/// One array to build.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ArraySpec {
+    pub engine: Engine,
+    pub level: Level,
+    /// Resolved layout: the engine's default is filled in, so the case id names it.
+    pub layout: Option<Layout>,
+    /// Chunk size; `None` where the level has none (raid1, single, btrfs).
+    pub chunk: Option<Bytes>,
+    /// Member count.
+    pub disks: u32,
+    pub filesystem: Filesystem,
+    pub write_cache: WriteCache,
+    pub bitmap: Bitmap,
+    pub resync: Resync,
+    /// raid5/6 `stripe_cache_size` in 4 KiB pages per member (kernel default 256).
+    pub stripe_cache: Option<u32>,
+}
+
+impl ArraySpec {
+    /// Copies of each block (1 for striping and parity levels).
+    pub fn copies(&self) -> u32 {
+        match (self.level, self.layout) {
+            (Level::Raid1, _) => self.disks,
+            (Level::Raid10, Some(Layout::Near(n) | Layout::Far(n) | Layout::Offset(n))) => {
+                n as u32
+            }
+            (Level::Raid10, _) => 2,
+            (Level::Raid1c3, _) => 3,
+            (Level::Raid1c4, _) => 4,
+            _ => 1,
+        }
+    }
+
+    /// Members' worth of space that hold parity.
+    pub fn parity_disks(&self) -> u32 {
+        match self.level {
+            Level::Raid5 => 1,
+            Level::Raid6 => 2,
+            _ => 0,
+        }
+    }
+
+    /// Members that carry distinct data in one stripe.
+    pub fn data_disks(&self) -> u32 {
+        match self.level {
+            Level::Single => 1,
+            Level::Raid0 => self.disks,
+            Level::Raid5 | Level::Raid6 => self.disks - self.parity_disks(),
+            _ => self.disks / self.copies().max(1),
+        }
+    }
+
+    /// Usable fraction of raw capacity.
+    pub fn capacity_fraction(&self) -> f64 {
+        match self.level {
+            Level::Single => 1.0,
+            Level::Raid0 => 1.0,
+            Level::Raid5 | Level::Raid6 => {
+                (self.disks - self.parity_disks()) as f64 / self.disks as f64
+            }
+            Level::Raid1 => 1.0 / self.disks as f64,
+            _ => 1.0 / self.copies() as f64,
+        }
+    }
+
+    /// Member failures the array survives in the worst case.
+    pub fn fault_tolerance(&self) -> u32 {
+        match self.level {
+            Level::Single | Level::Raid0 => 0,
+            Level::Raid5 => 1,
+            Level::Raid6 => 2,
+            _ => self.copies() - 1,
+        }
+    }
+
+    /// A short label such as `raid10 f2 512k`, for tables and chart legends.
+    pub fn label(&self) -> String {
+        let mut s = self.level.to_string();
+        // left-symmetric is the default everyone expects; name only the unusual ones.
+        if let Some(l) = self.layout.filter(|l| *l != Layout::LeftSymmetric) {
+            s.push(' ');
+            s.push_str(&l.to_string());
+        }
+        if let Some(c) = self.chunk {
+            s.push(' ');
+            s.push_str(&c.to_fio());
+        }
+        s
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Engine::Md => "md",
+            Engine::Btrfs => "btrfs",
+        })
+    }
+}
+
+impl FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "md" | "mdadm" => Ok(Engine::Md),
+            "btrfs" => Ok(Engine::Btrfs),
+            _ => Err("use `md` or `btrfs`".into()),
+        }
+    }
+}
+
+impl Level {
+    pub const ALL: [Level; 8] = [
+        Level::Single,
+        Level::Raid0,
+        Level::Raid1,
+        Level::Raid10,
+        Level::Raid5,
+        Level::Raid6,
+        Level::Raid1c3,
+        Level::Raid1c4,
+    ];
+
+    /// Smallest member count the engine accepts for this level.
+    pub fn min_disks(self, engine: Engine) -> u32 {
+        match (engine, self) {
+            (_, Level::Single) => 1,
+            (Engine::Md, Level::Raid0 | Level::Raid1 | Level::Raid10) => 2,
+            (Engine::Md, Level::Raid5) => 3,
+            (Engine::Md, Level::Raid6) => 4,
+            (Engine::Btrfs, Level::Raid0 | Level::Raid1 | Level::Raid10 | Level::Raid5) => 2,
+            (Engine::Btrfs, Level::Raid6 | Level::Raid1c3) => 3,
+            (_, Level::Raid1c4) => 4,
+            (Engine::Md, Level::Raid1c3) => 3,
+        }
+    }
+
+    /// Whether the level stripes data in chunks (and so takes a chunk size under md).
+    pub fn has_chunk(self) -> bool {
+        matches!(self, Level::Raid0 | Level::Raid10 | Level::Raid5 | Level::Raid6)
+    }
+
+    /// md's default layout for the level, if it has layouts.
+    pub fn default_layout(self) -> Option<Layout> {
+        match self {
+            Level::Raid10 => Some(Layout::Near(2)),
+            Level::Raid5 | Level::Raid6 => Some(Layout::LeftSymmetric),
+            _ => None,
+        }
+    }
+
+    pub fn supported_by(self, engine: Engine) -> bool {
+        match engine {
+            Engine::Md => !matches!(self, Level::Raid1c3 | Level::Raid1c4),
+            Engine::Btrfs => true,
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Single => "single",
+            Level::Raid0 => "raid0",
+            Level::Raid1 => "raid1",
+            Level::Raid10 => "raid10",
+            Level::Raid5 => "raid5",
+            Level::Raid6 => "raid6",
+            Level::Raid1c3 => "raid1c3",
+            Level::Raid1c4 => "raid1c4",
+        })
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let norm = s.to_ascii_lowercase().replace(['-', '_', ' '], "");
+        let norm = norm.strip_prefix("level").unwrap_or(&norm);
+        Ok(match norm {
+            "single" | "disk" | "jbod1" => Level::Single,
+            "raid0" | "0" | "stripe" => Level::Raid0,
+            "raid1" | "1" | "mirror" => Level::Raid1,
+            "raid10" | "10" => Level::Raid10,
+            "raid5" | "5" => Level::Raid5,
+            "raid6" | "6" => Level::Raid6,
+            "raid1c3" => Level::Raid1c3,
+            "raid1c4" => Level::Raid1c4,
+            _ => {
+                return Err(
+                    "use one of single, raid0, raid1, raid10, raid5, raid6 (btrfs also raid1c3, raid1c4)"
+                        .into(),
+                )
+            }
+        })
+    }
+}
+
+impl Layout {
+    /// The layout's copy count for raid10 layouts.
+    pub fn copies(self) -> Option<u8> {
+        match self {
+            Layout::Near(n) | Layout::Far(n) | Layout::Offset(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    pub fn is_raid10(self) -> bool {
+        self.copies().is_some()
+    }
+
+    /// The spelling mdadm's `--layout=` takes.
+    pub fn mdadm_name(self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Layout::Near(n) => write!(f, "n{n}"),
+            Layout::Far(n) => write!(f, "f{n}"),
+            Layout::Offset(n) => write!(f, "o{n}"),
+            Layout::LeftSymmetric => f.write_str("left-symmetric"),
+            Layout::LeftAsymmetric => f.write_str("left-asymmetric"),
+            Layout::RightSymmetric => f.write_str("right-symmetric"),
+            Layout::RightAsymmetric => f.write_str("right-asymmetric"),
+            Layout::ParityFirst => f.write_str("parity-first"),
+            Layout::ParityLast => f.write_str("parity-last"),
+        }
+    }
+}
+
+impl FromStr for Layout {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let l = s.to_ascii_lowercase();
+        let help = || {
+            "use n2, n3, f2, f3, o2, o3 (raid10) or left-symmetric, left-asymmetric, \
+             right-symmetric, right-asymmetric, parity-first, parity-last (raid5/6)"
+                .to_string()
+        };
+        Ok(match l.as_str() {
+            "left-symmetric" | "ls" => Layout::LeftSymmetric,
+            "left-asymmetric" | "la" => Layout::LeftAsymmetric,
+            "right-symmetric" | "rs" => Layout::RightSymmetric,
+            "right-asymmetric" | "ra" => Layout::RightAsymmetric,
+            "parity-first" => Layout::ParityFirst,
+            "parity-last" => Layout::ParityLast,
+            _ => {
+                let (kind, n) = l.split_at(1.min(l.len()));
+                let n: u8 = n.parse().map_err(|_| help())?;
+                if !(2..=4).contains(&n) {
+                    return Err(help());
+                }
+                match kind {
+                    "n" => Layout::Near(n),
+                    "f" => Layout::Far(n),
+                    "o" => Layout::Offset(n),
+                    _ => return Err(help()),
+                }
+            }
+        })
+    }
+}
+
+impl Serialize for Layout {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Layout {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for Filesystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Filesystem::Xfs => "xfs",
+            Filesystem::Ext4 => "ext4",
+            Filesystem::Btrfs => "btrfs",
+            Filesystem::None => "none",
+        })
+    }
+}
+
+impl fmt::Display for WriteCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WriteCache::Off => "off",
+            WriteCache::On => "on",
+            WriteCache::Keep => "keep",
+        })
+    }
+}
+
+impl fmt::Display for Resync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Resync::Wait => "wait",
+            Resync::AssumeClean => "assume-clean",
+            Resync::During => "during",
+        })
+    }
+}
+
+impl fmt::Display for Bitmap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Bitmap::None => "none",
+            Bitmap::Internal => "internal",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_roundtrip() {
+        for s in ["n2", "f2", "o2", "n3", "f3", "o3", "left-symmetric", "parity-last"] {
+            assert_eq!(s.parse::<Layout>().unwrap().to_string(), s);
+        }
+        assert!("x2".parse::<Layout>().is_err());
+        assert!("n9".parse::<Layout>().is_err());
+        assert!("".parse::<Layout>().is_err());
+    }
+
+    #[test]
+    fn levels_accept_common_spellings() {
+        assert_eq!("RAID-10".parse::<Level>().unwrap(), Level::Raid10);
+        assert_eq!("5".parse::<Level>().unwrap(), Level::Raid5);
+        assert!("raid7".parse::<Level>().is_err());
+    }
+}

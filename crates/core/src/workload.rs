@@ -1,0 +1,110 @@
+//! The workload: one fio job shape (rw, bs, iodepth, numjobs, size, runtime …).
+//!
+//! fio is the I/O engine on the real targets and the simulator imitates its semantics, so
+//! the fields and their meanings are fio's own; the fio crate renders them into a job file.
+
+use crate::units::{Bytes, Nanos};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// fio's `rw=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// Mixed random; the share of reads is the workload's `rwmixread`.
+    RandRw,
+    /// Mixed sequential.
+    Rw,
+}
+
+impl Rw {
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    /// Fraction of I/Os that are reads, given fio's `rwmixread`.
+    pub fn read_fraction(self, rwmixread: u8) -> f64 {
+        match self {
+            Rw::Read | Rw::RandRead => 1.0,
+            Rw::Write | Rw::RandWrite => 0.0,
+            Rw::RandRw | Rw::Rw => rwmixread as f64 / 100.0,
+        }
+    }
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
+    pub fn writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead)
+    }
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::RandRw => "randrw",
+            Rw::Rw => "rw",
+        }
+    }
+}
+
+impl fmt::Display for Rw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.fio_name())
+    }
+}
+
+impl FromStr for Rw {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "read" | "seqread" => Rw::Read,
+            "write" | "seqwrite" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "randrw" => Rw::RandRw,
+            "rw" | "readwrite" => Rw::Rw,
+            _ => return Err("use read, write, randread, randwrite, randrw or rw".into()),
+        })
+    }
+}
+
+/// One fio job shape.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Workload {
+    pub rw: Rw,
+    pub bs: Bytes,
+    /// Outstanding I/Os per job.
+    pub iodepth: u32,
+    pub numjobs: u32,
+    /// Size of the test file (or region of the raw array).
+    pub size: Bytes,
+    /// Where the region starts on the array.
+    pub offset: Bytes,
+    pub runtime: Nanos,
+    /// Time run before measuring starts (fio's `ramp_time`).
+    pub ramp: Nanos,
+    /// Percentage of reads for mixed workloads.
+    pub rwmixread: u8,
+    /// fio's `ioengine` on real targets (libaio, io_uring, …).
+    pub ioengine: String,
+    /// O_DIRECT: bypass the page cache (the seeds did).
+    pub direct: bool,
+}
+
+impl Workload {
+    /// Short label such as `randwrite 4k qd4×1`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} qd{}×{}",
+            self.rw,
+            self.bs.to_fio(),
+            self.iodepth,
+            self.numjobs
+        )
+    }
+}
