@@ -139,7 +139,7 @@ pub fn presets() -> Vec<DiskModel> {
             "hdd-7200-500g-2010",
             "500 GB 7200 RPM SATA desktop disk of 2010 (Hitachi Deskstar 7K1000.C class): \
              8.5 ms average read seek, 1 ms track-to-track, 18 ms full stroke (datasheet); \
-             ~125 → 65 MB/s outer → inner; SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
+             ~125 → 65 MB/s outer → inner; 0.5 ms command overhead; SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
             HddParams {
                 capacity: Bytes(500_000_000_000),
                 rpm: 7200,
@@ -151,7 +151,7 @@ pub fn presets() -> Vec<DiskModel> {
                 avg_seek: ms(8.5),
                 full_stroke: ms(18.0),
                 write_settle: ms(0.3),
-                overhead: ms(0.3),
+                overhead: ms(0.5),
                 queue_depth: 32,
                 interface_mb_s: 300.0,
                 cache: Bytes::mib(16),

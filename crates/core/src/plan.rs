@@ -136,7 +136,13 @@ struct Field<'a> {
 }
 
 impl<'a> Cx<'a> {
-    fn err(&self, span: Option<Range<usize>>, field: &str, value: Option<String>, msg: impl Into<String>) -> PlanError {
+    fn err(
+        &self,
+        span: Option<Range<usize>>,
+        field: &str,
+        value: Option<String>,
+        msg: impl Into<String>,
+    ) -> PlanError {
         PlanError {
             file: self.path.to_path_buf(),
             line: span.map(|s| line_of(self.text, s.start)),
@@ -147,31 +153,62 @@ impl<'a> Cx<'a> {
     }
 
     fn plan(&self, root: &Table) -> Result<Plan, PlanError> {
-        self.known_keys(root, "", &["name", "description", "disks", "arrays", "workloads", "run"])?;
+        self.known_keys(
+            root,
+            "",
+            &["name", "description", "disks", "arrays", "workloads", "run"],
+        )?;
         let name = match root.get("name") {
             Some(item) => self.string(Field { path: "name", item })?,
             None => {
-                return Err(self.err(None, "name", None, "the plan needs a name, e.g. name = \"my-array-test\""));
+                return Err(self.err(
+                    None,
+                    "name",
+                    None,
+                    "the plan needs a name, e.g. name = \"my-array-test\"",
+                ));
             }
         };
         if name.trim().is_empty() || name.contains('/') {
-            return Err(self.err(root.get("name").and_then(|i| i.span()), "name", Some(format!("{name:?}")), "use a non-empty name without `/`: it names the results directory"));
+            return Err(self.err(
+                root.get("name").and_then(|i| i.span()),
+                "name",
+                Some(format!("{name:?}")),
+                "use a non-empty name without `/`: it names the results directory",
+            ));
         }
         let description = root
             .get("description")
-            .map(|item| self.string(Field { path: "description", item }))
+            .map(|item| {
+                self.string(Field {
+                    path: "description",
+                    item,
+                })
+            })
             .transpose()?;
 
-        let disks_item = root
-            .get("disks")
-            .ok_or_else(|| self.err(None, "disks", None, "add a [disks] table, e.g. [disks] count = 4, model = \"hdd-7200\""))?;
-        let disks_table = self.table(Field { path: "disks", item: disks_item })?;
+        let disks_item = root.get("disks").ok_or_else(|| {
+            self.err(
+                None,
+                "disks",
+                None,
+                "add a [disks] table, e.g. [disks] count = 4, model = \"hdd-7200\"",
+            )
+        })?;
+        let disks_table = self.table(Field {
+            path: "disks",
+            item: disks_item,
+        })?;
         let disks = self.disks(disks_table)?;
         let member_size = self.member_size(&disks, disks_table)?;
 
         let run = match root.get("run") {
             Some(item) => self.run(self.table(Field { path: "run", item })?)?,
-            None => RunOptions { repeat: 1, seed: 1, target: None },
+            None => RunOptions {
+                repeat: 1,
+                seed: 1,
+                target: None,
+            },
         };
 
         let arrays = self.tables(root, "arrays")?;
@@ -227,9 +264,18 @@ impl<'a> Cx<'a> {
     fn known_keys(&self, t: &Table, prefix: &str, known: &[&str]) -> Result<(), PlanError> {
         for (k, item) in t.iter() {
             if !known.contains(&k) {
-                let field = if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+                let field = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 let span = t.key(k).and_then(|key| key.span()).or_else(|| item.span());
-                return Err(self.err(span, &field, None, format!("unknown field; the fields here are: {}", known.join(", "))));
+                return Err(self.err(
+                    span,
+                    &field,
+                    None,
+                    format!("unknown field; the fields here are: {}", known.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -238,23 +284,43 @@ impl<'a> Cx<'a> {
     /// `[x]` or `[[x]]`: one or more tables.
     fn tables(&self, root: &'a Table, name: &str) -> Result<Vec<&'a Table>, PlanError> {
         match root.get(name) {
-            None => Err(self.err(None, name, None, format!("add a [{name}] table (see docs/plan.md)"))),
+            None => Err(self.err(
+                None,
+                name,
+                None,
+                format!("add a [{name}] table (see docs/plan.md)"),
+            )),
             Some(Item::Table(t)) => Ok(vec![t]),
             Some(Item::ArrayOfTables(a)) if !a.is_empty() => Ok(a.iter().collect()),
-            Some(other) => Err(self.err(other.span(), name, None, format!("must be a table [{name}] or tables [[{name}]]"))),
+            Some(other) => Err(self.err(
+                other.span(),
+                name,
+                None,
+                format!("must be a table [{name}] or tables [[{name}]]"),
+            )),
         }
     }
 
     fn table(&self, f: Field<'a>) -> Result<&'a Table, PlanError> {
-        f.item
-            .as_table()
-            .ok_or_else(|| self.err(f.item.span(), f.path, None, format!("must be a table: write [{}] on its own line", f.path)))
+        f.item.as_table().ok_or_else(|| {
+            self.err(
+                f.item.span(),
+                f.path,
+                None,
+                format!("must be a table: write [{}] on its own line", f.path),
+            )
+        })
     }
 
     fn string(&self, f: Field<'_>) -> Result<String, PlanError> {
         match f.item.as_str() {
             Some(s) => Ok(s.to_string()),
-            None => Err(self.err(f.item.span(), f.path, Some(show(f.item)), "must be a string in quotes")),
+            None => Err(self.err(
+                f.item.span(),
+                f.path,
+                Some(show(f.item)),
+                "must be a string in quotes",
+            )),
         }
     }
 
@@ -265,18 +331,32 @@ impl<'a> Cx<'a> {
                 Value::String(s) => Ok((s.value().clone(), v.span())),
                 Value::Integer(i) => Ok((i.value().to_string(), v.span())),
                 Value::Boolean(b) => Ok((b.value().to_string(), v.span())),
-                _ => Err(self.err(v.span(), f.path, Some(v.to_string().trim().to_string()), "must be a string, a number, or a list of them")),
+                _ => Err(self.err(
+                    v.span(),
+                    f.path,
+                    Some(v.to_string().trim().to_string()),
+                    "must be a string, a number, or a list of them",
+                )),
             }
         };
         match f.item {
             Item::Value(Value::Array(a)) => a.iter().map(one).collect(),
             Item::Value(v) => Ok(vec![one(v)?]),
-            _ => Err(self.err(f.item.span(), f.path, None, "must be a value or a list, not a table")),
+            _ => Err(self.err(
+                f.item.span(),
+                f.path,
+                None,
+                "must be a value or a list, not a table",
+            )),
         }
     }
 
     /// Parse every element of a list field with `FromStr`, reporting the bad one.
-    fn parsed<T: FromStr>(&self, f: Field<'_>, what: &str) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
+    fn parsed<T: FromStr>(
+        &self,
+        f: Field<'_>,
+        what: &str,
+    ) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
     where
         T::Err: fmt::Display,
     {
@@ -284,55 +364,123 @@ impl<'a> Cx<'a> {
         for (s, span) in self.list(f)? {
             match s.parse::<T>() {
                 Ok(v) => out.push((v, span)),
-                Err(e) => return Err(self.err(span, f.path, Some(format!("{s:?}")), format!("not a valid {what}: {e}"))),
+                Err(e) => {
+                    return Err(self.err(
+                        span,
+                        f.path,
+                        Some(format!("{s:?}")),
+                        format!("not a valid {what}: {e}"),
+                    ))
+                }
             }
         }
         Ok(out)
     }
 
-    fn single<T: FromStr>(&self, t: &'a Table, prefix: &str, key: &str, what: &str) -> Result<Option<(T, Option<Range<usize>>)>, PlanError>
+    fn single<T: FromStr>(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<Option<(T, Option<Range<usize>>)>, PlanError>
     where
         T::Err: fmt::Display,
     {
-        let Some(item) = t.get(key) else { return Ok(None) };
+        let Some(item) = t.get(key) else {
+            return Ok(None);
+        };
         let path = format!("{prefix}.{key}");
         let mut v = self.parsed::<T>(Field { path: &path, item }, what)?;
         if v.len() != 1 {
-            return Err(self.err(item.span(), &path, Some(show(item)), "takes one value, not a list"));
+            return Err(self.err(
+                item.span(),
+                &path,
+                Some(show(item)),
+                "takes one value, not a list",
+            ));
         }
         Ok(v.pop())
     }
 
-    fn many<T: FromStr>(&self, t: &'a Table, prefix: &str, key: &str, what: &str) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
+    fn many<T: FromStr>(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
     where
         T::Err: fmt::Display,
     {
         match t.get(key) {
             None => Ok(vec![]),
-            Some(item) => self.parsed(Field { path: &format!("{prefix}.{key}"), item }, what),
+            Some(item) => self.parsed(
+                Field {
+                    path: &format!("{prefix}.{key}"),
+                    item,
+                },
+                what,
+            ),
         }
     }
 
     fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
-        self.known_keys(t, "disks", &["count", "model", "capacity", "span", "devices"])?;
-        let devices: Vec<String> = self.many::<String>(t, "disks", "devices", "device path")?.into_iter().map(|d| d.0).collect();
+        self.known_keys(
+            t,
+            "disks",
+            &["count", "model", "capacity", "span", "devices"],
+        )?;
+        let devices: Vec<String> = self
+            .many::<String>(t, "disks", "devices", "device path")?
+            .into_iter()
+            .map(|d| d.0)
+            .collect();
         let count = match self.single::<u32>(t, "disks", "count", "disk count")? {
             Some((c, span)) => {
                 if c == 0 || c > 256 {
-                    return Err(self.err(span, "disks.count", Some(c.to_string()), "use between 1 and 256 disks"));
+                    return Err(self.err(
+                        span,
+                        "disks.count",
+                        Some(c.to_string()),
+                        "use between 1 and 256 disks",
+                    ));
                 }
                 if !devices.is_empty() && devices.len() != c as usize {
-                    return Err(self.err(span, "disks.count", Some(c.to_string()), format!("{} devices are listed; make count match or drop it", devices.len())));
+                    return Err(self.err(
+                        span,
+                        "disks.count",
+                        Some(c.to_string()),
+                        format!(
+                            "{} devices are listed; make count match or drop it",
+                            devices.len()
+                        ),
+                    ));
                 }
                 c
             }
             None if !devices.is_empty() => devices.len() as u32,
-            None => return Err(self.err(t.span(), "disks.count", None, "say how many disks, e.g. count = 4")),
+            None => {
+                return Err(self.err(
+                    t.span(),
+                    "disks.count",
+                    None,
+                    "say how many disks, e.g. count = 4",
+                ))
+            }
         };
         let model = match self.single::<String>(t, "disks", "model", "disk model")? {
             Some((m, span)) => {
                 if DiskModel::preset(&m).is_none() {
-                    return Err(self.err(span, "disks.model", Some(format!("{m:?}")), format!("unknown disk model; use one of: {}", DiskModel::preset_names().join(", "))));
+                    return Err(self.err(
+                        span,
+                        "disks.model",
+                        Some(format!("{m:?}")),
+                        format!(
+                            "unknown disk model; use one of: {}",
+                            DiskModel::preset_names().join(", ")
+                        ),
+                    ));
                 }
                 Some(m)
             }
@@ -342,7 +490,12 @@ impl<'a> Cx<'a> {
         let span = self.single::<Bytes>(t, "disks", "span", "size")?;
         if let Some((c, s)) = &capacity {
             if c.0 < Bytes::mib(64).0 {
-                return Err(self.err(s.clone(), "disks.capacity", Some(c.to_fio()), "a disk must hold at least 64m"));
+                return Err(self.err(
+                    s.clone(),
+                    "disks.capacity",
+                    Some(c.to_fio()),
+                    "a disk must hold at least 64m",
+                ));
             }
         }
         Ok(DiskSet {
@@ -356,9 +509,13 @@ impl<'a> Cx<'a> {
 
     /// The bytes of each member an array may use: the span, else the capacity.
     fn member_size(&self, disks: &DiskSet, t: &Table) -> Result<Bytes, PlanError> {
-        let capacity = disks
-            .capacity
-            .or_else(|| disks.model.as_deref().and_then(DiskModel::preset).map(|m| m.capacity()));
+        let capacity = disks.capacity.or_else(|| {
+            disks
+                .model
+                .as_deref()
+                .and_then(DiskModel::preset)
+                .map(|m| m.capacity())
+        });
         match (disks.span, capacity) {
             (Some(s), Some(c)) if s > c => Err(self.err(
                 t.get("span").and_then(|i| i.span()),
@@ -376,49 +533,111 @@ impl<'a> Cx<'a> {
     fn run(&self, t: &'a Table) -> Result<RunOptions, PlanError> {
         self.known_keys(t, "run", &["repeat", "seed", "target"])?;
         let repeat = match self.single::<u32>(t, "run", "repeat", "count")? {
-            Some((0, s)) => return Err(self.err(s, "run.repeat", Some("0".into()), "use 1 or more")),
+            Some((0, s)) => {
+                return Err(self.err(s, "run.repeat", Some("0".into()), "use 1 or more"))
+            }
             Some((r, _)) => r,
             None => 1,
         };
-        let seed = self.single::<u64>(t, "run", "seed", "number")?.map(|s| s.0).unwrap_or(1);
+        let seed = self
+            .single::<u64>(t, "run", "seed", "number")?
+            .map(|s| s.0)
+            .unwrap_or(1);
         let target = match self.single::<String>(t, "run", "target", "target")? {
             Some((tg, s)) if !["sim", "vm", "host"].contains(&tg.as_str()) => {
-                return Err(self.err(s, "run.target", Some(format!("{tg:?}")), "use sim, vm or host"));
+                return Err(self.err(
+                    s,
+                    "run.target",
+                    Some(format!("{tg:?}")),
+                    "use sim, vm or host",
+                ));
             }
             other => other.map(|t| t.0),
         };
-        Ok(RunOptions { repeat, seed, target })
+        Ok(RunOptions {
+            repeat,
+            seed,
+            target,
+        })
     }
 
-    fn array_matrix(&self, t: &'a Table, prefix: &str, plan_disks: u32) -> Result<Vec<(ArraySpec, Option<Range<usize>>)>, PlanError> {
-        self.known_keys(t, prefix, &["engine", "level", "layout", "chunk", "disks", "filesystem", "write_cache", "bitmap", "resync", "stripe_cache"])?;
-        let (engine, _) = self.single::<Engine>(t, prefix, "engine", "engine")?.unwrap_or((Engine::Md, None));
+    fn array_matrix(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        plan_disks: u32,
+    ) -> Result<Vec<(ArraySpec, Option<Range<usize>>)>, PlanError> {
+        self.known_keys(
+            t,
+            prefix,
+            &[
+                "engine",
+                "level",
+                "layout",
+                "chunk",
+                "disks",
+                "filesystem",
+                "write_cache",
+                "bitmap",
+                "resync",
+                "stripe_cache",
+            ],
+        )?;
+        let (engine, _) = self
+            .single::<Engine>(t, prefix, "engine", "engine")?
+            .unwrap_or((Engine::Md, None));
         let levels = self.many::<Level>(t, prefix, "level", "RAID level")?;
         if levels.is_empty() {
-            return Err(self.err(t.span(), &format!("{prefix}.level"), None, "name at least one level, e.g. level = [\"raid5\", \"raid10\"]"));
+            return Err(self.err(
+                t.span(),
+                &format!("{prefix}.level"),
+                None,
+                "name at least one level, e.g. level = [\"raid5\", \"raid10\"]",
+            ));
         }
         let layouts = self.many::<Layout>(t, prefix, "layout", "layout")?;
         let chunks = self.many::<Bytes>(t, prefix, "chunk", "chunk size")?;
         let disk_counts = self.many::<u32>(t, prefix, "disks", "disk count")?;
         let filesystems = self.many::<FsName>(t, prefix, "filesystem", "file system")?;
-        let (write_cache, _) = self.single::<WcName>(t, prefix, "write_cache", "write cache setting")?.unwrap_or((WcName(WriteCache::Keep), None));
-        let (bitmap, _) = self.single::<BitmapName>(t, prefix, "bitmap", "bitmap setting")?.unwrap_or((BitmapName(Bitmap::None), None));
-        let (resync, _) = self.single::<ResyncName>(t, prefix, "resync", "resync policy")?.unwrap_or((ResyncName(Resync::Wait), None));
+        let (write_cache, _) = self
+            .single::<WcName>(t, prefix, "write_cache", "write cache setting")?
+            .unwrap_or((WcName(WriteCache::Keep), None));
+        let (bitmap, _) = self
+            .single::<BitmapName>(t, prefix, "bitmap", "bitmap setting")?
+            .unwrap_or((BitmapName(Bitmap::None), None));
+        let (resync, _) = self
+            .single::<ResyncName>(t, prefix, "resync", "resync policy")?
+            .unwrap_or((ResyncName(Resync::Wait), None));
         let stripe_cache = self.single::<u32>(t, prefix, "stripe_cache", "page count")?;
         if let Some((n, s)) = &stripe_cache {
             if !(17..=32768).contains(n) {
-                return Err(self.err(s.clone(), &format!("{prefix}.stripe_cache"), Some(n.to_string()), "md accepts 17 to 32768 pages"));
+                return Err(self.err(
+                    s.clone(),
+                    &format!("{prefix}.stripe_cache"),
+                    Some(n.to_string()),
+                    "md accepts 17 to 32768 pages",
+                ));
             }
         }
 
         for (level, span) in &levels {
             if !level.supported_by(engine) {
-                return Err(self.err(span.clone(), &format!("{prefix}.level"), Some(format!("\"{level}\"")), format!("{engine} has no {level}; use engine = \"btrfs\" or another level")));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.level"),
+                    Some(format!("\"{level}\"")),
+                    format!("{engine} has no {level}; use engine = \"btrfs\" or another level"),
+                ));
             }
         }
         for (layout, span) in &layouts {
             if engine == Engine::Btrfs {
-                return Err(self.err(span.clone(), &format!("{prefix}.layout"), Some(format!("\"{layout}\"")), "btrfs profiles have no layout; remove `layout`"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.layout"),
+                    Some(format!("\"{layout}\"")),
+                    "btrfs profiles have no layout; remove `layout`",
+                ));
             }
             for (level, _) in &levels {
                 let fits = match level {
@@ -433,21 +652,44 @@ impl<'a> Cx<'a> {
         }
         if engine == Engine::Btrfs {
             if let Some((c, span)) = chunks.first() {
-                return Err(self.err(span.clone(), &format!("{prefix}.chunk"), Some(format!("\"{}\"", c.to_fio())), "btrfs has a fixed stripe size and no chunk option; remove `chunk`"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.chunk"),
+                    Some(format!("\"{}\"", c.to_fio())),
+                    "btrfs has a fixed stripe size and no chunk option; remove `chunk`",
+                ));
             }
         }
         if !chunks.is_empty() && !levels.iter().any(|(l, _)| l.has_chunk()) {
             let (c, span) = &chunks[0];
-            return Err(self.err(span.clone(), &format!("{prefix}.chunk"), Some(format!("\"{}\"", c.to_fio())), "none of these levels stripes in chunks; remove `chunk`"));
+            return Err(self.err(
+                span.clone(),
+                &format!("{prefix}.chunk"),
+                Some(format!("\"{}\"", c.to_fio())),
+                "none of these levels stripes in chunks; remove `chunk`",
+            ));
         }
         for (c, span) in &chunks {
             if !c.is_power_of_two() || c.0 < 4096 {
-                return Err(self.err(span.clone(), &format!("{prefix}.chunk"), Some(format!("\"{}\"", c.to_fio())), "md needs a power of two of at least 4k, e.g. 64k, 512k, 1m"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.chunk"),
+                    Some(format!("\"{}\"", c.to_fio())),
+                    "md needs a power of two of at least 4k, e.g. 64k, 512k, 1m",
+                ));
             }
         }
-        let mut filesystems: Vec<(Filesystem, Option<Range<usize>>)> = filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
+        let mut filesystems: Vec<(Filesystem, Option<Range<usize>>)> =
+            filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
         if filesystems.is_empty() {
-            filesystems.push((if engine == Engine::Btrfs { Filesystem::Btrfs } else { Filesystem::Xfs }, None));
+            filesystems.push((
+                if engine == Engine::Btrfs {
+                    Filesystem::Btrfs
+                } else {
+                    Filesystem::Xfs
+                },
+                None,
+            ));
         }
         for (fs, span) in &filesystems {
             let ok = match engine {
@@ -455,14 +697,32 @@ impl<'a> Cx<'a> {
                 Engine::Md => *fs != Filesystem::Btrfs,
             };
             if !ok {
-                let fix = if engine == Engine::Btrfs { "btrfs makes its own file system; remove `filesystem` or set it to \"btrfs\"" } else { "on md use xfs, ext4 or none; for btrfs RAID use engine = \"btrfs\"" };
-                return Err(self.err(span.clone(), &format!("{prefix}.filesystem"), Some(format!("\"{fs}\"")), fix));
+                let fix = if engine == Engine::Btrfs {
+                    "btrfs makes its own file system; remove `filesystem` or set it to \"btrfs\""
+                } else {
+                    "on md use xfs, ext4 or none; for btrfs RAID use engine = \"btrfs\""
+                };
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.filesystem"),
+                    Some(format!("\"{fs}\"")),
+                    fix,
+                ));
             }
         }
-        let counts: Vec<(u32, Option<Range<usize>>)> = if disk_counts.is_empty() { vec![(plan_disks, None)] } else { disk_counts };
+        let counts: Vec<(u32, Option<Range<usize>>)> = if disk_counts.is_empty() {
+            vec![(plan_disks, None)]
+        } else {
+            disk_counts
+        };
         for (n, span) in &counts {
             if *n == 0 || *n > plan_disks {
-                return Err(self.err(span.clone(), &format!("{prefix}.disks"), Some(n.to_string()), format!("use 1 to {plan_disks} members: the plan has {plan_disks} disks")));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.disks"),
+                    Some(n.to_string()),
+                    format!("use 1 to {plan_disks} members: the plan has {plan_disks} disks"),
+                ));
             }
         }
 
@@ -471,28 +731,43 @@ impl<'a> Cx<'a> {
             for (n, n_span) in &counts {
                 let min = level.min_disks(engine);
                 if *n < min {
-                    let (span, field) = if n_span.is_some() { (n_span.clone(), "disks") } else { (level_span.clone(), "level") };
+                    let (span, field) = if n_span.is_some() {
+                        (n_span.clone(), "disks")
+                    } else {
+                        (level_span.clone(), "level")
+                    };
                     return Err(self.err(span, &format!("{prefix}.{field}"), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
                 }
-                let layouts_here: Vec<Option<Layout>> = if layouts.is_empty() || !level.default_layout().is_some() || engine == Engine::Btrfs {
-                    vec![if engine == Engine::Md { level.default_layout() } else { None }]
+                let layouts_here: Vec<Option<Layout>> = if layouts.is_empty()
+                    || !level.default_layout().is_some()
+                    || engine == Engine::Btrfs
+                {
+                    vec![if engine == Engine::Md {
+                        level.default_layout()
+                    } else {
+                        None
+                    }]
                 } else {
                     layouts.iter().map(|(l, _)| Some(*l)).collect()
                 };
                 for layout in layouts_here {
                     if let Some(copies) = layout.and_then(Layout::copies) {
                         if copies as u32 > *n {
-                            let span = layouts.iter().find(|(l, _)| Some(*l) == layout).and_then(|(_, s)| s.clone());
+                            let span = layouts
+                                .iter()
+                                .find(|(l, _)| Some(*l) == layout)
+                                .and_then(|(_, s)| s.clone());
                             return Err(self.err(span, &format!("{prefix}.layout"), Some(format!("\"{}\"", layout.unwrap())), format!("{copies} copies need at least {copies} disks and this array has {n}")));
                         }
                     }
-                    let chunk_list: Vec<Option<Bytes>> = if engine == Engine::Btrfs || !level.has_chunk() {
-                        vec![None]
-                    } else if chunks.is_empty() {
-                        vec![Some(Bytes::kib(512))]
-                    } else {
-                        chunks.iter().map(|(c, _)| Some(*c)).collect()
-                    };
+                    let chunk_list: Vec<Option<Bytes>> =
+                        if engine == Engine::Btrfs || !level.has_chunk() {
+                            vec![None]
+                        } else if chunks.is_empty() {
+                            vec![Some(Bytes::kib(512))]
+                        } else {
+                            chunks.iter().map(|(c, _)| Some(*c)).collect()
+                        };
                     for chunk in chunk_list {
                         for (fs, _) in &filesystems {
                             out.push((
@@ -504,10 +779,25 @@ impl<'a> Cx<'a> {
                                     disks: if *level == Level::Single { 1 } else { *n },
                                     filesystem: *fs,
                                     write_cache: write_cache.0,
-                                    bitmap: if engine == Engine::Md && level.has_chunk() || *level == Level::Raid1 { bitmap.0 } else { Bitmap::None },
-                                    resync: if engine == Engine::Md && *level != Level::Single && *level != Level::Raid0 { resync.0 } else { Resync::AssumeClean },
+                                    bitmap: if engine == Engine::Md && level.has_chunk()
+                                        || *level == Level::Raid1
+                                    {
+                                        bitmap.0
+                                    } else {
+                                        Bitmap::None
+                                    },
+                                    resync: if engine == Engine::Md
+                                        && *level != Level::Single
+                                        && *level != Level::Raid0
+                                    {
+                                        resync.0
+                                    } else {
+                                        Resync::AssumeClean
+                                    },
                                     stripe_cache: match level {
-                                        Level::Raid5 | Level::Raid6 if engine == Engine::Md => Some(stripe_cache.as_ref().map(|s| s.0).unwrap_or(256)),
+                                        Level::Raid5 | Level::Raid6 if engine == Engine::Md => {
+                                            Some(stripe_cache.as_ref().map(|s| s.0).unwrap_or(256))
+                                        }
                                         _ => None,
                                     },
                                 },
@@ -521,13 +811,44 @@ impl<'a> Cx<'a> {
         Ok(out)
     }
 
-    fn workload_matrix(&self, t: &'a Table, prefix: &str) -> Result<Vec<(Workload, Option<Range<usize>>)>, PlanError> {
-        self.known_keys(t, prefix, &["rw", "bs", "iodepth", "numjobs", "size", "offset", "runtime", "ramp", "rwmixread", "ioengine", "direct"])?;
+    fn workload_matrix(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+    ) -> Result<Vec<(Workload, Option<Range<usize>>)>, PlanError> {
+        self.known_keys(
+            t,
+            prefix,
+            &[
+                "rw",
+                "bs",
+                "iodepth",
+                "numjobs",
+                "size",
+                "offset",
+                "runtime",
+                "ramp",
+                "rwmixread",
+                "ioengine",
+                "direct",
+            ],
+        )?;
         let rws = self.many::<Rw>(t, prefix, "rw", "fio rw mode")?;
         if rws.is_empty() {
-            return Err(self.err(t.span(), &format!("{prefix}.rw"), None, "name at least one, e.g. rw = [\"randread\", \"randwrite\"]"));
+            return Err(self.err(
+                t.span(),
+                &format!("{prefix}.rw"),
+                None,
+                "name at least one, e.g. rw = [\"randread\", \"randwrite\"]",
+            ));
         }
-        let or_default = |v: Vec<(u32, Option<Range<usize>>)>, d: u32| if v.is_empty() { vec![(d, None)] } else { v };
+        let or_default = |v: Vec<(u32, Option<Range<usize>>)>, d: u32| {
+            if v.is_empty() {
+                vec![(d, None)]
+            } else {
+                v
+            }
+        };
         let mut bss = self.many::<Bytes>(t, prefix, "bs", "block size")?;
         if bss.is_empty() {
             bss.push((Bytes::kib(4), None));
@@ -536,35 +857,80 @@ impl<'a> Cx<'a> {
         let jobs = or_default(self.many::<u32>(t, prefix, "numjobs", "job count")?, 1);
         let size = self.single::<Bytes>(t, prefix, "size", "size")?;
         let (size, size_span) = size.unwrap_or((Bytes::gib(1), None));
-        let (offset, _) = self.single::<Bytes>(t, prefix, "offset", "size")?.unwrap_or((Bytes(0), None));
-        let (runtime, rt_span) = self.single::<Nanos>(t, prefix, "runtime", "duration")?.unwrap_or((Nanos::from_secs(60), None));
-        let (ramp, _) = self.single::<Nanos>(t, prefix, "ramp", "duration")?.unwrap_or((Nanos::ZERO, None));
-        let (rwmix, mix_span) = self.single::<u8>(t, prefix, "rwmixread", "percentage")?.unwrap_or((50, None));
-        let (ioengine, _) = self.single::<String>(t, prefix, "ioengine", "fio ioengine")?.unwrap_or(("libaio".into(), None));
-        let (direct, _) = self.single::<bool>(t, prefix, "direct", "true or false")?.unwrap_or((true, None));
+        let (offset, _) = self
+            .single::<Bytes>(t, prefix, "offset", "size")?
+            .unwrap_or((Bytes(0), None));
+        let (runtime, rt_span) = self
+            .single::<Nanos>(t, prefix, "runtime", "duration")?
+            .unwrap_or((Nanos::from_secs(60), None));
+        let (ramp, _) = self
+            .single::<Nanos>(t, prefix, "ramp", "duration")?
+            .unwrap_or((Nanos::ZERO, None));
+        let (rwmix, mix_span) = self
+            .single::<u8>(t, prefix, "rwmixread", "percentage")?
+            .unwrap_or((50, None));
+        let (ioengine, _) = self
+            .single::<String>(t, prefix, "ioengine", "fio ioengine")?
+            .unwrap_or(("libaio".into(), None));
+        let (direct, _) = self
+            .single::<bool>(t, prefix, "direct", "true or false")?
+            .unwrap_or((true, None));
 
         if runtime.0 < Nanos::from_millis(100).0 {
-            return Err(self.err(rt_span, &format!("{prefix}.runtime"), Some(format!("\"{runtime}\"")), "use at least 100ms, e.g. \"60s\""));
+            return Err(self.err(
+                rt_span,
+                &format!("{prefix}.runtime"),
+                Some(format!("\"{runtime}\"")),
+                "use at least 100ms, e.g. \"60s\"",
+            ));
         }
         if rwmix > 100 {
-            return Err(self.err(mix_span, &format!("{prefix}.rwmixread"), Some(rwmix.to_string()), "a percentage: 0 to 100"));
+            return Err(self.err(
+                mix_span,
+                &format!("{prefix}.rwmixread"),
+                Some(rwmix.to_string()),
+                "a percentage: 0 to 100",
+            ));
         }
         for (bs, span) in &bss {
             if bs.0 < 512 || bs.0 % 512 != 0 {
-                return Err(self.err(span.clone(), &format!("{prefix}.bs"), Some(format!("\"{}\"", bs.to_fio())), "use a multiple of 512 bytes, e.g. 4k or 1m"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.bs"),
+                    Some(format!("\"{}\"", bs.to_fio())),
+                    "use a multiple of 512 bytes, e.g. 4k or 1m",
+                ));
             }
             if *bs > size {
-                return Err(self.err(size_span.clone(), &format!("{prefix}.size"), Some(format!("\"{}\"", size.to_fio())), format!("smaller than the block size {}; make size larger", bs.to_fio())));
+                return Err(self.err(
+                    size_span.clone(),
+                    &format!("{prefix}.size"),
+                    Some(format!("\"{}\"", size.to_fio())),
+                    format!(
+                        "smaller than the block size {}; make size larger",
+                        bs.to_fio()
+                    ),
+                ));
             }
         }
         for (d, span) in &depths {
             if *d == 0 || *d > 65536 {
-                return Err(self.err(span.clone(), &format!("{prefix}.iodepth"), Some(d.to_string()), "use 1 to 65536"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.iodepth"),
+                    Some(d.to_string()),
+                    "use 1 to 65536",
+                ));
             }
         }
         for (j, span) in &jobs {
             if *j == 0 || *j > 1024 {
-                return Err(self.err(span.clone(), &format!("{prefix}.numjobs"), Some(j.to_string()), "use 1 to 1024"));
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.numjobs"),
+                    Some(j.to_string()),
+                    "use 1 to 1024",
+                ));
             }
         }
         let mut out = Vec::new();
@@ -582,7 +948,11 @@ impl<'a> Cx<'a> {
                                 offset,
                                 runtime,
                                 ramp,
-                                rwmixread: if matches!(rw, Rw::RandRw | Rw::Rw) { rwmix } else { rw.read_fraction(0) as u8 * 100 },
+                                rwmixread: if matches!(rw, Rw::RandRw | Rw::Rw) {
+                                    rwmix
+                                } else {
+                                    rw.read_fraction(0) as u8 * 100
+                                },
                                 ioengine: ioengine.clone(),
                                 direct,
                             },
@@ -682,7 +1052,11 @@ repeat = 1
         let p = parse(SEED_2013).unwrap();
         assert_eq!(p.cases().len(), 8);
         assert_eq!(p.expected_runtime(), Nanos::from_secs(480));
-        let r10 = p.cases().iter().find(|c| c.array.level == Level::Raid10).unwrap();
+        let r10 = p
+            .cases()
+            .iter()
+            .find(|c| c.array.level == Level::Raid10)
+            .unwrap();
         assert_eq!(r10.array.layout, Some(Layout::Near(2)));
     }
 
@@ -691,7 +1065,10 @@ repeat = 1
         let e = parse(&SEED_2013.replace("count = 6", "count = 3")).unwrap_err();
         assert_eq!(e.line, Some(8), "{e}");
         assert_eq!(e.field, "arrays.level");
-        assert!(e.to_string().contains("raid6 needs at least 4 disks"), "{e}");
+        assert!(
+            e.to_string().contains("raid6 needs at least 4 disks"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -735,7 +1112,10 @@ repeat = 1
         let b = parse(&SEED_2013.replace("name = \"seed-2013\"", "name = \"other\"")).unwrap();
         let ids_a: Vec<_> = a.cases().iter().map(|c| c.id.clone()).collect();
         let ids_b: Vec<_> = b.cases().iter().map(|c| c.id.clone()).collect();
-        assert_eq!(ids_a, ids_b, "the plan name is not part of a case's configuration");
+        assert_eq!(
+            ids_a, ids_b,
+            "the plan name is not part of a case's configuration"
+        );
         let set: BTreeSet<_> = ids_a.iter().collect();
         assert_eq!(set.len(), ids_a.len());
     }

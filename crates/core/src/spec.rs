@@ -116,9 +116,7 @@ impl ArraySpec {
     pub fn copies(&self) -> u32 {
         match (self.level, self.layout) {
             (Level::Raid1, _) => self.disks,
-            (Level::Raid10, Some(Layout::Near(n) | Layout::Far(n) | Layout::Offset(n))) => {
-                n as u32
-            }
+            (Level::Raid10, Some(Layout::Near(n) | Layout::Far(n) | Layout::Offset(n))) => n as u32,
             (Level::Raid10, _) => 2,
             (Level::Raid1c3, _) => 3,
             (Level::Raid1c4, _) => 4,
@@ -232,7 +230,10 @@ impl Level {
 
     /// Whether the level stripes data in chunks (and so takes a chunk size under md).
     pub fn has_chunk(self) -> bool {
-        matches!(self, Level::Raid0 | Level::Raid10 | Level::Raid5 | Level::Raid6)
+        matches!(
+            self,
+            Level::Raid0 | Level::Raid10 | Level::Raid5 | Level::Raid6
+        )
     }
 
     /// md's default layout for the level, if it has layouts.
@@ -418,7 +419,16 @@ mod tests {
 
     #[test]
     fn layouts_roundtrip() {
-        for s in ["n2", "f2", "o2", "n3", "f3", "o3", "left-symmetric", "parity-last"] {
+        for s in [
+            "n2",
+            "f2",
+            "o2",
+            "n3",
+            "f3",
+            "o3",
+            "left-symmetric",
+            "parity-last",
+        ] {
             assert_eq!(s.parse::<Layout>().unwrap().to_string(), s);
         }
         assert!("x2".parse::<Layout>().is_err());

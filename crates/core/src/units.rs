@@ -137,12 +137,13 @@ fn parse_bytes(input: &str) -> Result<Bytes, UnitError> {
         if extra.fract() != 0.0 {
             return Err(bad());
         }
-        return whole.checked_add(extra as u64).map(Bytes).ok_or_else(overflow);
+        return whole
+            .checked_add(extra as u64)
+            .map(Bytes)
+            .ok_or_else(overflow);
     }
     let n: u64 = num.parse().map_err(|_| overflow())?;
-    n.checked_mul(1u64 << shift)
-        .map(Bytes)
-        .ok_or_else(overflow)
+    n.checked_mul(1u64 << shift).map(Bytes).ok_or_else(overflow)
 }
 
 impl Serialize for Bytes {
@@ -377,7 +378,16 @@ mod tests {
         assert_eq!("1.5g".parse::<Bytes>().unwrap(), Bytes(3 << 29));
         assert_eq!("4096".parse::<Bytes>().unwrap(), Bytes(4096));
         assert_eq!("16T".parse::<Bytes>().unwrap(), Bytes(16 << 40));
-        for bad in ["", "k", "4q", "-4k", "4..k", ".5k", "1.0000001k", "99999999999p"] {
+        for bad in [
+            "",
+            "k",
+            "4q",
+            "-4k",
+            "4..k",
+            ".5k",
+            "1.0000001k",
+            "99999999999p",
+        ] {
             assert!(bad.parse::<Bytes>().is_err(), "{bad} should be refused");
         }
     }

@@ -1,1 +1,75 @@
-//! placeholder
+//! The `sim` target: a discrete-event simulator of disks, md RAID and fio workloads.
+//!
+//! It answers "what would this array do?" for disks the user does not own, in seconds,
+//! without root. Output is fio's own JSON format, so everything downstream treats
+//! simulated and measured results alike. How each part is modelled, with sources and
+//! limits: `docs/simulator.md`.
+
+pub mod device;
+pub mod engine;
+pub mod fiojson;
+pub mod hist;
+pub mod md;
+
+use raidlab_core::disk::DiskModel;
+use raidlab_core::{Bytes, Case};
+
+/// Why a case cannot be simulated, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("case {case}: the sim target needs a disk model: add `model = \"…\"` to [disks] (one of: {known})")]
+    NoModel { case: String, known: String },
+    #[error("case {case}: unknown disk model `{model}`; use one of: {known}")]
+    UnknownModel {
+        case: String,
+        model: String,
+        known: String,
+    },
+}
+
+/// One simulated case: fio-format JSON plus an fio-style IOPS log.
+#[derive(Debug, Clone)]
+pub struct SimOutput {
+    pub fio_json: String,
+    pub iops_log: String,
+    /// Events processed (for the speed benchmark).
+    pub events: u64,
+    /// Host I/Os completed.
+    pub host_ios: u64,
+}
+
+/// The disk model a case asks for, with the plan's capacity override applied.
+pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
+    let known = || DiskModel::preset_names().join(", ");
+    let name = case
+        .disks
+        .model
+        .as_deref()
+        .ok_or_else(|| SimError::NoModel {
+            case: case.id.0.clone(),
+            known: known(),
+        })?;
+    let model = DiskModel::preset(name).ok_or_else(|| SimError::UnknownModel {
+        case: case.id.0.clone(),
+        model: name.into(),
+        known: known(),
+    })?;
+    Ok(match case.disks.capacity {
+        Some(c) => model.with_capacity(c),
+        None => model,
+    })
+}
+
+/// Simulate one case with a seed.
+pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
+    let model = resolve_model(case)?;
+    let member: Bytes = case.disks.span.unwrap_or(model.capacity());
+    let run = engine::Engine::new(case, &model, member.0, seed).run();
+    let model_json = serde_json::to_value(&model).expect("model serialises");
+    Ok(SimOutput {
+        fio_json: fiojson::render(case, &run, seed, &model_json),
+        iops_log: fiojson::iops_log(case, &run),
+        events: run.events,
+        host_ios: run.read.ios + run.write.ios,
+    })
+}

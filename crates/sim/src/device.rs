@@ -1,0 +1,581 @@
+//! Member devices: a mechanical disk, a flash device, and a qemu-style throttled disk.
+//!
+//! Each device takes member operations, decides when to serve them and tells the
+//! simulator when it next needs to act (a *wake* at a simulated time, carrying a token).
+//! The simulator owns the clock and the event queue; devices own their mechanics.
+//!
+//! The HDD follows Ruemmler & Wilkes / DiskSim: a seek curve (square root for short
+//! seeks, linear beyond a third of the stroke), the platter's rotation tracked through
+//! time (so an I/O waits for its sector to come round, not for a random draw), zoned
+//! transfer rates, a per-command controller overhead, a native command queue served
+//! shortest-positioning-time-first, and an optional volatile write cache.
+
+use raidlab_core::disk::{DiskKind, DiskModel, HddParams, SsdParams, ThrottleParams};
+use raidlab_core::Nanos;
+use std::collections::VecDeque;
+
+/// One operation on one member.
+#[derive(Debug, Clone, Copy)]
+pub struct MemberOp {
+    pub write: bool,
+    /// Byte offset on the member.
+    pub offset: u64,
+    pub len: u64,
+    /// The simulator's handle, returned on completion.
+    pub tag: u64,
+}
+
+/// What a device asks of the simulator.
+#[derive(Debug, Default)]
+pub struct Out {
+    /// Wake the device at this time with this token.
+    pub wakes: Vec<(Nanos, u64)>,
+    /// Host-visible completions, now.
+    pub done: Vec<u64>,
+}
+
+/// Counters behind fio's `disk_util`.
+#[derive(Debug, Default, Clone)]
+pub struct DeviceStats {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_ticks: Nanos,
+    pub write_ticks: Nanos,
+    pub busy: Nanos,
+}
+
+pub enum Device {
+    Hdd(Box<Hdd>),
+    Ssd(Ssd),
+    Throttle(Throttle),
+}
+
+impl Device {
+    pub fn new(model: &DiskModel, write_cache: bool, phase: f64) -> Device {
+        match &model.kind {
+            DiskKind::Hdd(p) => Device::Hdd(Box::new(Hdd::new(p, write_cache, phase))),
+            DiskKind::Ssd(p) => Device::Ssd(Ssd::new(p)),
+            DiskKind::Throttle(p) => Device::Throttle(Throttle::new(p)),
+        }
+    }
+
+    pub fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+        match self {
+            Device::Hdd(d) => d.submit(now, op, out),
+            Device::Ssd(d) => d.submit(now, op, out),
+            Device::Throttle(d) => d.submit(now, op, out),
+        }
+    }
+
+    pub fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+        match self {
+            Device::Hdd(d) => d.wake(now, token, out),
+            Device::Ssd(d) => d.wake(now, token, out),
+            Device::Throttle(d) => d.wake(now, token, out),
+        }
+    }
+
+    /// Host operations submitted and not yet completed.
+    pub fn pending(&self) -> usize {
+        match self {
+            Device::Hdd(d) => d.pending,
+            Device::Ssd(d) => d.pending,
+            Device::Throttle(d) => d.pending,
+        }
+    }
+
+    /// Where the head is (byte offset), for md's nearest-head read balancing.
+    pub fn head(&self) -> u64 {
+        match self {
+            Device::Hdd(d) => d.head_offset,
+            Device::Ssd(d) => d.last_end,
+            Device::Throttle(d) => d.last_end,
+        }
+    }
+
+    pub fn rotational(&self) -> bool {
+        matches!(self, Device::Hdd(_))
+    }
+
+    pub fn stats(&self) -> &DeviceStats {
+        match self {
+            Device::Hdd(d) => &d.stats,
+            Device::Ssd(d) => &d.stats,
+            Device::Throttle(d) => &d.stats,
+        }
+    }
+}
+
+fn count(stats: &mut DeviceStats, op: &MemberOp, latency: Nanos) {
+    if op.write {
+        stats.write_ios += 1;
+        stats.write_ticks += latency;
+    } else {
+        stats.read_ios += 1;
+        stats.read_ticks += latency;
+    }
+}
+
+// ---------------------------------------------------------------- HDD
+
+#[derive(Debug, Clone, Copy)]
+struct Zone {
+    start: u64,
+    bytes_per_cyl: f64,
+    /// Bytes per nanosecond.
+    rate: f64,
+    /// Bytes passing under the head in one revolution.
+    track: f64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    op: MemberOp,
+    arrival: Nanos,
+    /// Internal destage of cached write data (no host completion).
+    destage: bool,
+}
+
+const ACK: u64 = 1 << 63;
+const SERVICE_DONE: u64 = 0;
+/// How many queued commands the firmware scans when choosing the next one.
+const SPTF_WINDOW: usize = 64;
+
+pub struct Hdd {
+    p: HddParams,
+    zones: Vec<Zone>,
+    cyl_per_zone: f64,
+    period: f64,
+    /// Angle (fraction of a revolution) at time zero.
+    phase: f64,
+    write_cache: bool,
+    /// Commands in the drive (NCQ) and above it (block layer), FIFO.
+    queue: Vec<Queued>,
+    waiting: VecDeque<Queued>,
+    destage: VecDeque<Queued>,
+    dirty: u64,
+    busy: Option<(Queued, Nanos)>,
+    head_cyl: f64,
+    head_offset: u64,
+    /// End of the last media transfer: a command starting there streams on.
+    last_end: u64,
+    pending: usize,
+    stats: DeviceStats,
+}
+
+impl Hdd {
+    fn new(p: &HddParams, write_cache: bool, phase: f64) -> Hdd {
+        let zones_n = p.zones.max(1) as usize;
+        let cyl_per_zone = p.cylinders as f64 / zones_n as f64;
+        let rates: Vec<f64> = (0..zones_n)
+            .map(|z| {
+                let f = if zones_n == 1 {
+                    0.0
+                } else {
+                    z as f64 / (zones_n - 1) as f64
+                };
+                (p.outer_mb_s + (p.inner_mb_s - p.outer_mb_s) * f) * 1e6 / 1e9
+            })
+            .collect();
+        let rate_sum: f64 = rates.iter().sum();
+        let period = 60e9 / p.rpm as f64;
+        let mut start = 0u64;
+        let zones = rates
+            .iter()
+            .map(|&r| {
+                let zone_bytes = p.capacity.0 as f64 * r / rate_sum;
+                let z = Zone {
+                    start,
+                    bytes_per_cyl: zone_bytes / cyl_per_zone,
+                    rate: r,
+                    track: r * period,
+                };
+                start += zone_bytes as u64;
+                z
+            })
+            .collect();
+        Hdd {
+            p: p.clone(),
+            zones,
+            cyl_per_zone,
+            period,
+            phase,
+            write_cache,
+            queue: Vec::new(),
+            waiting: VecDeque::new(),
+            destage: VecDeque::new(),
+            dirty: 0,
+            busy: None,
+            head_cyl: 0.0,
+            head_offset: 0,
+            last_end: u64::MAX,
+            pending: 0,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    fn zone(&self, offset: u64) -> (usize, &Zone) {
+        let i = self
+            .zones
+            .partition_point(|z| z.start <= offset)
+            .saturating_sub(1);
+        (i, &self.zones[i])
+    }
+
+    fn cylinder(&self, offset: u64) -> f64 {
+        let (i, z) = self.zone(offset);
+        i as f64 * self.cyl_per_zone + ((offset - z.start) as f64 / z.bytes_per_cyl).floor()
+    }
+
+    /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
+    /// fitted through the datasheet's track-to-track, average and full-stroke times.
+    fn seek(&self, d: f64) -> f64 {
+        if d < 1.0 {
+            return 0.0;
+        }
+        let n = self.p.cylinders as f64;
+        let third = n / 3.0;
+        let t1 = self.p.track_to_track.0 as f64;
+        let ta = self.p.avg_seek.0 as f64;
+        let tf = self.p.full_stroke.0 as f64;
+        if d <= third {
+            t1 + (ta - t1) * ((d - 1.0) / (third - 1.0)).sqrt()
+        } else {
+            ta + (tf - ta) * (d - third) / (n - third)
+        }
+    }
+
+    /// Angle of an offset within its track, as a fraction of a revolution.
+    fn angle(&self, offset: u64) -> f64 {
+        let (_, z) = self.zone(offset);
+        ((offset - z.start) as f64 / z.track).fract()
+    }
+
+    fn angle_at(&self, t: f64) -> f64 {
+        (t / self.period + self.phase).fract()
+    }
+
+    /// Time from `now` until the data transfer of `q` can start, and its transfer time.
+    fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
+        let (_, z) = self.zone(q.op.offset);
+        let transfer = q.op.len as f64 / z.rate;
+        if q.op.offset == self.last_end {
+            // Streaming on from the previous transfer: the firmware overlaps the command.
+            return (0.0, transfer);
+        }
+        let mut t = self.p.overhead.0 as f64;
+        t += self.seek((self.cylinder(q.op.offset) - self.head_cyl).abs());
+        if q.op.write {
+            t += self.p.write_settle.0 as f64;
+        }
+        let here = self.angle_at(now.0 as f64 + t);
+        let wait = (self.angle(q.op.offset) - here).rem_euclid(1.0) * self.period;
+        (t + wait, transfer)
+    }
+
+    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+        self.pending += 1;
+        let q = Queued {
+            op,
+            arrival: now,
+            destage: false,
+        };
+        if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
+            // Acknowledged once the data is in the drive's cache; written later.
+            let ack = self.p.overhead.0 as f64 + op.len as f64 / (self.p.interface_mb_s * 1e-3);
+            out.wakes.push((Nanos(now.0 + ack as u64), ACK | op.tag));
+            self.dirty += op.len;
+            self.destage.push_back(Queued { destage: true, ..q });
+        } else if self.queue.len() < self.p.queue_depth as usize {
+            self.queue.push(q);
+        } else {
+            self.waiting.push_back(q);
+        }
+        if self.busy.is_none() {
+            self.start_next(now, out);
+        }
+    }
+
+    fn start_next(&mut self, now: Nanos, out: &mut Out) {
+        // Host commands first; destage when none waits or the cache is nearly full.
+        let cache_pressure = self.dirty * 4 > self.p.cache.0 * 3;
+        let mut best: Option<(bool, usize, f64, f64)> = None;
+        if !self.queue.is_empty() {
+            for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
+                let (pos, xfer) = self.positioning(now, q);
+                if best.is_none_or(|b| pos < b.2) {
+                    best = Some((false, i, pos, xfer));
+                }
+            }
+        }
+        if (best.is_none() || cache_pressure) && !self.destage.is_empty() {
+            for (i, q) in self.destage.iter().enumerate().take(SPTF_WINDOW) {
+                let (pos, xfer) = self.positioning(now, q);
+                if best.is_none_or(|b| pos < b.2) {
+                    best = Some((true, i, pos, xfer));
+                }
+            }
+        }
+        let Some((from_destage, i, pos, xfer)) = best else {
+            return;
+        };
+        let q = if from_destage {
+            self.destage.remove(i).expect("index from scan")
+        } else {
+            self.queue.swap_remove(i)
+        };
+        let service = Nanos((pos + xfer).ceil() as u64);
+        self.stats.busy += service;
+        self.busy = Some((q, now + service));
+        out.wakes.push((now + service, SERVICE_DONE));
+    }
+
+    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+        if token & ACK != 0 {
+            let tag = token & !ACK;
+            self.pending -= 1;
+            // Counted as the host sees it: acknowledged from cache.
+            let op = MemberOp {
+                write: true,
+                offset: 0,
+                len: 0,
+                tag,
+            };
+            count(&mut self.stats, &op, Nanos(0));
+            out.done.push(tag);
+            return;
+        }
+        let (q, _) = self.busy.take().expect("service done while busy");
+        self.head_cyl = self.cylinder(q.op.offset + q.op.len.saturating_sub(1));
+        self.head_offset = q.op.offset + q.op.len;
+        self.last_end = self.head_offset;
+        if q.destage {
+            self.dirty -= q.op.len;
+        } else {
+            self.pending -= 1;
+            count(&mut self.stats, &q.op, now - q.arrival);
+            out.done.push(q.op.tag);
+        }
+        while self.queue.len() < self.p.queue_depth as usize {
+            match self.waiting.pop_front() {
+                Some(w) => self.queue.push(w),
+                None => break,
+            }
+        }
+        self.start_next(now, out);
+    }
+}
+
+// ---------------------------------------------------------------- SSD
+
+/// Flash: `parallel_units` requests at once, each taking its latency plus its share of
+/// the bandwidth; the rest wait in FIFO order.
+pub struct Ssd {
+    p: SsdParams,
+    busy_units: u32,
+    waiting: VecDeque<(MemberOp, Nanos)>,
+    in_flight: Vec<Option<(MemberOp, Nanos)>>,
+    free_slots: Vec<usize>,
+    pending: usize,
+    last_end: u64,
+    stats: DeviceStats,
+}
+
+impl Ssd {
+    fn new(p: &SsdParams) -> Ssd {
+        Ssd {
+            p: p.clone(),
+            busy_units: 0,
+            waiting: VecDeque::new(),
+            in_flight: Vec::new(),
+            free_slots: Vec::new(),
+            pending: 0,
+            last_end: 0,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    fn start(&mut self, now: Nanos, op: MemberOp, arrival: Nanos, out: &mut Out) {
+        let units = self.p.parallel_units.max(1) as f64;
+        let (lat, mb_s) = if op.write {
+            (self.p.write_latency, self.p.write_mb_s)
+        } else {
+            (self.p.read_latency, self.p.read_mb_s)
+        };
+        let per_unit_bytes_per_ns = mb_s * 1e6 / 1e9 / units;
+        let service = Nanos(lat.0 + (op.len as f64 / per_unit_bytes_per_ns) as u64);
+        self.busy_units += 1;
+        self.stats.busy += service;
+        let slot = match self.free_slots.pop() {
+            Some(s) => {
+                self.in_flight[s] = Some((op, arrival));
+                s
+            }
+            None => {
+                self.in_flight.push(Some((op, arrival)));
+                self.in_flight.len() - 1
+            }
+        };
+        out.wakes.push((now + service, slot as u64));
+    }
+
+    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+        self.pending += 1;
+        self.last_end = op.offset + op.len;
+        if self.busy_units < self.p.parallel_units {
+            self.start(now, op, now, out);
+        } else {
+            self.waiting.push_back((op, now));
+        }
+    }
+
+    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+        let slot = token as usize;
+        let (op, arrival) = self.in_flight[slot].take().expect("slot in flight");
+        self.free_slots.push(slot);
+        self.busy_units -= 1;
+        self.pending -= 1;
+        count(&mut self.stats, &op, now - arrival);
+        out.done.push(op.tag);
+        if let Some((next, arr)) = self.waiting.pop_front() {
+            self.start(now, next, arr, out);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- throttle
+
+/// qemu's throttling as a leaky bucket per limit (`throttle_compute_wait`): each request
+/// adds one operation (or its bytes) to the bucket, which drains at the configured rate;
+/// a request may pass while the bucket holds no more than its burst (rate / 10, qemu's
+/// default `*-max`). Requests pass in arrival order, then take the backing store's latency.
+pub struct Throttle {
+    p: ThrottleParams,
+    queue: VecDeque<(MemberOp, Nanos)>,
+    /// Bucket levels (operations, reads, writes, bytes) at `updated`.
+    levels: [f64; 4],
+    updated: Nanos,
+    timer_armed: bool,
+    in_flight: Vec<Option<(MemberOp, Nanos)>>,
+    free_slots: Vec<usize>,
+    pending: usize,
+    last_end: u64,
+    stats: DeviceStats,
+}
+
+const THROTTLE_TIMER: u64 = u64::MAX;
+
+impl Throttle {
+    fn new(p: &ThrottleParams) -> Throttle {
+        Throttle {
+            p: p.clone(),
+            queue: VecDeque::new(),
+            levels: [0.0; 4],
+            updated: Nanos(0),
+            timer_armed: false,
+            in_flight: Vec::new(),
+            free_slots: Vec::new(),
+            pending: 0,
+            last_end: 0,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    fn rates(&self) -> [f64; 4] {
+        [
+            self.p.iops_total as f64,
+            self.p.iops_read as f64,
+            self.p.iops_write as f64,
+            self.p.bps_total as f64,
+        ]
+    }
+
+    fn leak(&mut self, now: Nanos) {
+        let dt = (now.0 - self.updated.0) as f64 / 1e9;
+        let rates = self.rates();
+        for (l, r) in self.levels.iter_mut().zip(rates) {
+            *l = (*l - r * dt).max(0.0);
+        }
+        self.updated = now;
+    }
+
+    /// Nanoseconds until `op` may pass (0 = now).
+    fn wait_for(&self, op: &MemberOp) -> f64 {
+        let rates = self.rates();
+        let applies = [true, !op.write, op.write, true];
+        let mut wait: f64 = 0.0;
+        for i in 0..4 {
+            let r = rates[i];
+            if r == 0.0 || !applies[i] {
+                continue;
+            }
+            // qemu: bucket size = avg / 10 when no *-max is set; wait while above it.
+            let over = self.levels[i] - r / 10.0;
+            if over > 0.0 {
+                wait = wait.max(over / r * 1e9);
+            }
+        }
+        wait
+    }
+
+    fn pump(&mut self, now: Nanos, out: &mut Out) {
+        self.leak(now);
+        while let Some(&(op, arrival)) = self.queue.front() {
+            let wait = self.wait_for(&op);
+            if wait > 0.0 {
+                if !self.timer_armed {
+                    self.timer_armed = true;
+                    out.wakes
+                        .push((Nanos(now.0 + wait.ceil() as u64), THROTTLE_TIMER));
+                }
+                return;
+            }
+            self.queue.pop_front();
+            let adds = [
+                1.0,
+                (!op.write) as u8 as f64,
+                op.write as u8 as f64,
+                op.len as f64,
+            ];
+            for (l, a) in self.levels.iter_mut().zip(adds) {
+                *l += a;
+            }
+            let slot = match self.free_slots.pop() {
+                Some(s) => {
+                    self.in_flight[s] = Some((op, arrival));
+                    s
+                }
+                None => {
+                    self.in_flight.push(Some((op, arrival)));
+                    self.in_flight.len() - 1
+                }
+            };
+            self.stats.busy += self.p.latency;
+            out.wakes.push((now + self.p.latency, slot as u64));
+        }
+    }
+
+    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+        self.pending += 1;
+        self.last_end = op.offset + op.len;
+        self.queue.push_back((op, now));
+        if !self.timer_armed {
+            self.pump(now, out);
+        }
+    }
+
+    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+        if token == THROTTLE_TIMER {
+            self.timer_armed = false;
+            self.pump(now, out);
+            return;
+        }
+        let (op, arrival) = self.in_flight[token as usize]
+            .take()
+            .expect("slot in flight");
+        self.free_slots.push(token as usize);
+        self.pending -= 1;
+        count(&mut self.stats, &op, now - arrival);
+        out.done.push(op.tag);
+    }
+}

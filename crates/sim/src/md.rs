@@ -1,0 +1,398 @@
+//! md's block mapping and write planning, following `drivers/md/raid0.c`, `raid10.c`
+//! (`__raid10_find_phys`) and `raid5.c` (`raid5_compute_sector`, `handle_stripe_dirtying`).
+//!
+//! Pure functions from an array address to member addresses; the request path (queues,
+//! stripe cache, read balancing against live device state) lives in `engine.rs`.
+
+use raidlab_core::{ArraySpec, Layout, Level};
+
+/// 4 KiB: md's stripe-head unit (`STRIPE_SIZE`).
+pub const ROW: u64 = 4096;
+
+/// One piece of a host request on one member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub disk: u32,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// The array's shape, resolved to numbers.
+#[derive(Debug, Clone)]
+pub struct Geometry {
+    pub level: Level,
+    pub layout: Option<Layout>,
+    pub chunk: u64,
+    pub disks: u32,
+    /// Bytes of each member the array uses.
+    pub member: u64,
+    near: u32,
+    far: u32,
+    offset_layout: bool,
+    /// raid10 far/offset: distance between copies on a member.
+    stride: u64,
+}
+
+impl Geometry {
+    pub fn new(spec: &ArraySpec, member: u64) -> Geometry {
+        let chunk = spec.chunk.map(|c| c.0).unwrap_or(ROW * 16);
+        let (near, far, offset_layout) = match spec.layout {
+            Some(Layout::Near(n)) => (n as u32, 1, false),
+            Some(Layout::Far(n)) => (1, n as u32, false),
+            Some(Layout::Offset(n)) => (1, n as u32, true),
+            _ => (1, 1, false),
+        };
+        let stride = if offset_layout {
+            chunk
+        } else {
+            (member / far as u64) / chunk * chunk
+        };
+        Geometry {
+            level: spec.level,
+            layout: spec.layout,
+            chunk,
+            disks: spec.disks,
+            member,
+            near,
+            far,
+            offset_layout,
+            stride,
+        }
+    }
+
+    pub fn data_disks(&self) -> u32 {
+        match self.level {
+            Level::Raid5 => self.disks - 1,
+            Level::Raid6 => self.disks - 2,
+            _ => self.disks,
+        }
+    }
+
+    pub fn parity_count(&self) -> u32 {
+        match self.level {
+            Level::Raid5 => 1,
+            Level::Raid6 => 2,
+            _ => 0,
+        }
+    }
+
+    /// Array bytes of one full stripe of data (raid5/6).
+    pub fn stripe_data(&self) -> u64 {
+        self.chunk * self.data_disks() as u64
+    }
+
+    /// Split `[offset, offset+len)` at chunk boundaries.
+    pub fn chunks(&self, offset: u64, len: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let end = offset + len;
+        let mut at = offset;
+        std::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
+            let next = ((at / self.chunk) + 1) * self.chunk;
+            let piece = (at, next.min(end) - at);
+            at = next.min(end);
+            Some(piece)
+        })
+    }
+
+    /// raid0: the one member holding an in-chunk range (members of equal size: one zone).
+    pub fn raid0(&self, offset: u64) -> (u32, u64) {
+        let chunk_no = offset / self.chunk;
+        let disk = (chunk_no % self.disks as u64) as u32;
+        let member_chunk = chunk_no / self.disks as u64;
+        (disk, member_chunk * self.chunk + offset % self.chunk)
+    }
+
+    /// raid10: every copy of an in-chunk range, in md's slot order.
+    pub fn raid10(&self, offset: u64) -> Vec<(u32, u64)> {
+        let n = self.disks as u64;
+        let in_chunk = offset % self.chunk;
+        let chunk = (offset / self.chunk) * self.near as u64;
+        let mut stripe = chunk / n;
+        let mut dev = chunk % n;
+        if self.offset_layout {
+            stripe *= self.far as u64;
+        }
+        let mut sector = stripe * self.chunk + in_chunk;
+        let mut out = Vec::with_capacity((self.near * self.far) as usize);
+        for _ in 0..self.near {
+            out.push((dev as u32, sector));
+            let (mut d, mut s) = (dev, sector);
+            for _ in 1..self.far {
+                d = (d + self.near as u64) % n;
+                s += self.stride;
+                out.push((d as u32, s));
+            }
+            dev += 1;
+            if dev >= n {
+                dev = 0;
+                sector += self.chunk;
+            }
+        }
+        out
+    }
+
+    /// raid5/6: (data disk, parity disk, q disk) of a data chunk, and the member offset of
+    /// its stripe.
+    pub fn parity_map(&self, chunk_no: u64) -> ParityPos {
+        let n = self.disks as u64;
+        let dd_count = self.data_disks() as u64;
+        let stripe = chunk_no / dd_count;
+        let dd = chunk_no % dd_count;
+        let (pd, data) = self.parity_disk(stripe, dd);
+        let qd = if self.level == Level::Raid6 {
+            Some(((pd + 1) % n) as u32)
+        } else {
+            None
+        };
+        ParityPos {
+            stripe,
+            data_disk: data as u32,
+            parity: pd as u32,
+            q: qd,
+        }
+    }
+
+    /// Parity disk of a stripe, and the member holding data unit `dd`.
+    fn parity_disk(&self, stripe: u64, dd: u64) -> (u64, u64) {
+        let n = self.disks as u64;
+        let dds = self.data_disks() as u64;
+        let raid6 = self.level == Level::Raid6;
+        let gap = if raid6 { 2 } else { 1 };
+        match self.layout.unwrap_or(Layout::LeftSymmetric) {
+            Layout::LeftAsymmetric | Layout::RightAsymmetric => {
+                let pd = if self.layout == Some(Layout::LeftAsymmetric) {
+                    if raid6 {
+                        n - 1 - stripe % n
+                    } else {
+                        dds - stripe % n
+                    }
+                } else {
+                    stripe % n
+                };
+                // Data fills the members in order, skipping P (and Q after it).
+                let mut d = dd;
+                for p in [pd, (pd + 1) % n].into_iter().take(gap as usize) {
+                    if d >= p {
+                        d += 1;
+                    }
+                }
+                (pd, d % n)
+            }
+            Layout::RightSymmetric => {
+                let pd = stripe % n;
+                (pd, (pd + gap + dd) % n)
+            }
+            Layout::ParityFirst => (0, dd + gap),
+            Layout::ParityLast => (dds, dd),
+            // left-symmetric, md's default.
+            _ => {
+                let pd = if raid6 {
+                    n - 1 - stripe % n
+                } else {
+                    dds - stripe % n
+                };
+                (pd, (pd + gap + dd) % n)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParityPos {
+    pub stripe: u64,
+    pub data_disk: u32,
+    pub parity: u32,
+    pub q: Option<u32>,
+}
+
+/// Reads and writes one stripe needs for the rows its pending writes cover.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StripePlan {
+    pub reads: Vec<Piece>,
+    pub writes: Vec<Piece>,
+}
+
+/// Plan a stripe write as md does per 4 KiB row (`handle_stripe_dirtying`): rmw reads the
+/// blocks being written plus parity, rcw reads the data blocks not being written; rmw is
+/// chosen only when it reads strictly less (ties go to rcw). A row fully overwritten
+/// needs no reads. `written[dd]` holds a bit per row for each data unit.
+pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePlan {
+    let rows = (g.chunk / ROW) as usize;
+    let dds = g.data_disks() as usize;
+    let first = g.parity_map(stripe * dds as u64);
+    let parity: Vec<u32> = std::iter::once(first.parity).chain(first.q).collect();
+    let member_of = |dd: usize| g.parity_map(stripe * dds as u64 + dd as u64).data_disk;
+    // Per member: a row list of reads and writes, merged into ranges afterwards.
+    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
+    let mut writes: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
+    for row in 0..rows {
+        let bit = |dd: usize| written[dd][row / 64] >> (row % 64) & 1 == 1;
+        let w: Vec<usize> = (0..dds).filter(|&d| bit(d)).collect();
+        if w.is_empty() {
+            continue;
+        }
+        let rmw = w.len() + parity.len();
+        let rcw = dds - w.len();
+        if rcw > 0 {
+            if rmw < rcw {
+                for &d in &w {
+                    reads[member_of(d) as usize].push(row);
+                }
+                for &p in &parity {
+                    reads[p as usize].push(row);
+                }
+            } else {
+                for d in (0..dds).filter(|d| !w.contains(d)) {
+                    reads[member_of(d) as usize].push(row);
+                }
+            }
+        }
+        for &d in &w {
+            writes[member_of(d) as usize].push(row);
+        }
+        for &p in &parity {
+            writes[p as usize].push(row);
+        }
+    }
+    let base = stripe * g.chunk;
+    StripePlan {
+        reads: merge_rows(&reads, base),
+        writes: merge_rows(&writes, base),
+    }
+}
+
+/// Contiguous rows on one member become one I/O, as the block layer merges them.
+fn merge_rows(per_disk: &[Vec<usize>], base: u64) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for (disk, rows) in per_disk.iter().enumerate() {
+        let mut i = 0;
+        while i < rows.len() {
+            let start = rows[i];
+            let mut end = start + 1;
+            while i + 1 < rows.len() && rows[i + 1] == end {
+                i += 1;
+                end += 1;
+            }
+            out.push(Piece {
+                disk: disk as u32,
+                offset: base + start as u64 * ROW,
+                len: (end - start) as u64 * ROW,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raidlab_core::{Bitmap, Bytes, Engine, Filesystem, Resync, WriteCache};
+
+    fn spec(level: Level, layout: Option<Layout>, disks: u32) -> ArraySpec {
+        ArraySpec {
+            engine: Engine::Md,
+            level,
+            layout,
+            chunk: Some(Bytes::kib(64)),
+            disks,
+            filesystem: Filesystem::None,
+            write_cache: WriteCache::Off,
+            bitmap: Bitmap::None,
+            resync: Resync::AssumeClean,
+            stripe_cache: Some(256),
+        }
+    }
+
+    fn one_row(g: &Geometry, dd: usize) -> Vec<Vec<u64>> {
+        let words = (g.chunk / ROW) as usize / 64 + 1;
+        let mut w = vec![vec![0u64; words]; g.data_disks() as usize];
+        w[dd][0] = 1;
+        w
+    }
+
+    #[test]
+    fn raid5_left_symmetric_rotates_parity_like_md() {
+        let g = Geometry::new(&spec(Level::Raid5, Some(Layout::LeftSymmetric), 4), 1 << 30);
+        // Stripe 0: parity on disk 3, data on 0,1,2; stripe 1: parity on 2, data 3,0,1.
+        assert_eq!(
+            g.parity_map(0),
+            ParityPos {
+                stripe: 0,
+                data_disk: 0,
+                parity: 3,
+                q: None
+            }
+        );
+        assert_eq!(g.parity_map(3).parity, 2);
+        assert_eq!(g.parity_map(3).data_disk, 3);
+        assert_eq!(g.parity_map(4).data_disk, 0);
+    }
+
+    #[test]
+    fn raid6_left_symmetric_puts_q_after_p() {
+        let g = Geometry::new(&spec(Level::Raid6, Some(Layout::LeftSymmetric), 6), 1 << 30);
+        let p = g.parity_map(0);
+        assert_eq!((p.parity, p.q, p.data_disk), (5, Some(0), 1));
+    }
+
+    #[test]
+    fn md_exact_small_write_costs() {
+        // (level, disks) -> (member reads, member writes) for one 4 KiB write.
+        for (level, n, want) in [
+            (Level::Raid5, 3, (1, 2)),
+            (Level::Raid5, 4, (2, 2)),
+            (Level::Raid5, 6, (2, 2)),
+            (Level::Raid6, 4, (1, 3)),
+            (Level::Raid6, 5, (2, 3)),
+            (Level::Raid6, 6, (3, 3)),
+            (Level::Raid6, 8, (3, 3)),
+        ] {
+            let g = Geometry::new(&spec(level, Some(Layout::LeftSymmetric), n), 1 << 30);
+            let p = plan_stripe(&g, 0, &one_row(&g, 0));
+            assert_eq!((p.reads.len(), p.writes.len()), want, "{level} on {n}");
+        }
+    }
+
+    #[test]
+    fn full_stripe_write_reads_nothing() {
+        let g = Geometry::new(&spec(Level::Raid5, Some(Layout::LeftSymmetric), 4), 1 << 30);
+        let rows = (g.chunk / ROW) as usize;
+        let mut w = vec![vec![0u64; rows / 64 + 1]; 3];
+        for d in w.iter_mut() {
+            for r in 0..rows {
+                d[r / 64] |= 1 << (r % 64);
+            }
+        }
+        let p = plan_stripe(&g, 7, &w);
+        assert!(p.reads.is_empty());
+        assert_eq!(
+            p.writes.len(),
+            4,
+            "3 data chunks + parity, each merged into one I/O"
+        );
+        assert!(p
+            .writes
+            .iter()
+            .all(|w| w.len == g.chunk && w.offset == 7 * g.chunk));
+    }
+
+    #[test]
+    fn raid10_layouts_place_copies_like_md() {
+        let n2 = Geometry::new(&spec(Level::Raid10, Some(Layout::Near(2)), 4), 1 << 30);
+        assert_eq!(n2.raid10(0), vec![(0, 0), (1, 0)]);
+        assert_eq!(n2.raid10(64 << 10), vec![(2, 0), (3, 0)]);
+        assert_eq!(n2.raid10(128 << 10), vec![(0, 64 << 10), (1, 64 << 10)]);
+        let f2 = Geometry::new(&spec(Level::Raid10, Some(Layout::Far(2)), 4), 1 << 30);
+        assert_eq!(f2.raid10(0), vec![(0, 0), (1, 512 << 20)]);
+        assert_eq!(f2.raid10(3 * (64 << 10)), vec![(3, 0), (0, 512 << 20)]);
+        let o2 = Geometry::new(&spec(Level::Raid10, Some(Layout::Offset(2)), 4), 1 << 30);
+        assert_eq!(o2.raid10(0), vec![(0, 0), (1, 64 << 10)]);
+        assert_eq!(
+            o2.raid10(4 * (64 << 10)),
+            vec![(0, 128 << 10), (1, 192 << 10)]
+        );
+    }
+}
