@@ -1,1 +1,21 @@
-//! placeholder
+//! fio, raidlab's I/O engine: render job files from workloads, parse fio's JSON output.
+//!
+//! fio is never re-implemented; raidlab only writes what fio reads and reads what fio
+//! writes. The parser accepts every fio 3.x shape seen in the wild (see `parse.rs`).
+
+pub mod job;
+pub mod parse;
+
+pub use job::{render_job, render_job_with};
+pub use parse::{parse_output, JobInfo, ParseError, ParsedRun};
+
+/// The installed fio's version (`fio-3.33`), or `None` when fio is not on PATH.
+pub fn fio_version() -> Option<String> {
+    let out = std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
