@@ -1,0 +1,199 @@
+//! The row: one case with its figures (the median over repetitions), as exported.
+
+use raidlab_core::{stats, Case, Figures, Workload};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// The CSV contract's columns, in order.
+pub const CSV_COLUMNS: [&str; 24] = [
+    "case_id",
+    "target",
+    "engine",
+    "level",
+    "layout",
+    "chunk_kib",
+    "disks",
+    "filesystem",
+    "rw",
+    "bs",
+    "iodepth",
+    "numjobs",
+    "read_iops",
+    "write_iops",
+    "read_bw_mib_s",
+    "write_bw_mib_s",
+    "read_lat_mean_ms",
+    "write_lat_mean_ms",
+    "read_lat_p99_ms",
+    "write_lat_p99_ms",
+    "repetitions",
+    "disk_model",
+    "usable_fraction",
+    "fault_tolerance",
+];
+
+/// One case's exported figures. Array fields are `None` for imported results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub case_id: String,
+    pub target: String,
+    pub engine: Option<String>,
+    pub level: Option<String>,
+    pub layout: Option<String>,
+    pub chunk_kib: Option<u64>,
+    pub disks: Option<u32>,
+    pub filesystem: Option<String>,
+    pub rw: String,
+    /// Block size in bytes.
+    pub bs: u64,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub read_iops: Option<f64>,
+    pub write_iops: Option<f64>,
+    pub read_bw_mib_s: Option<f64>,
+    pub write_bw_mib_s: Option<f64>,
+    pub read_lat_mean_ms: Option<f64>,
+    pub write_lat_mean_ms: Option<f64>,
+    pub read_lat_p99_ms: Option<f64>,
+    pub write_lat_p99_ms: Option<f64>,
+    pub repetitions: usize,
+    pub disk_model: Option<String>,
+    pub usable_fraction: Option<f64>,
+    pub fault_tolerance: Option<u32>,
+    /// Short label for charts (`raid10 f2 512k`).
+    pub array_label: String,
+}
+
+impl Row {
+    /// A row from a case (or an imported workload) and the figures of its repetitions.
+    pub fn new(
+        case_id: &str,
+        case: Option<&Case>,
+        workload: &Workload,
+        target: &str,
+        figures: &[Figures],
+    ) -> Row {
+        let med = |f: &dyn Fn(&Figures) -> Option<f64>| {
+            let v: Vec<f64> = figures.iter().filter_map(f).collect();
+            stats::median(&v)
+        };
+        let a = case.map(|c| &c.array);
+        Row {
+            case_id: case_id.to_string(),
+            target: target.to_string(),
+            engine: a.map(|a| a.engine.to_string()),
+            level: a.map(|a| a.level.to_string()),
+            layout: a.and_then(|a| a.layout.map(|l| l.to_string())),
+            chunk_kib: a.and_then(|a| a.chunk.map(|c| c.as_kib())),
+            disks: a.map(|a| a.disks),
+            filesystem: a.map(|a| a.filesystem.to_string()),
+            rw: workload.rw.to_string(),
+            bs: workload.bs.0,
+            iodepth: workload.iodepth,
+            numjobs: workload.numjobs,
+            read_iops: med(&|f| f.read.as_ref().map(|d| d.iops)),
+            write_iops: med(&|f| f.write.as_ref().map(|d| d.iops)),
+            read_bw_mib_s: med(&|f| f.read.as_ref().map(|d| d.bw_bytes_s / 1048576.0)),
+            write_bw_mib_s: med(&|f| f.write.as_ref().map(|d| d.bw_bytes_s / 1048576.0)),
+            read_lat_mean_ms: med(&|f| f.read.as_ref().map(|d| d.lat_mean_ns / 1e6)),
+            write_lat_mean_ms: med(&|f| f.write.as_ref().map(|d| d.lat_mean_ns / 1e6)),
+            read_lat_p99_ms: med(&|f| f.read.as_ref().and_then(|d| d.clat_p99_ns).map(|v| v / 1e6)),
+            write_lat_p99_ms: med(&|f| {
+                f.write
+                    .as_ref()
+                    .and_then(|d| d.clat_p99_ns)
+                    .map(|v| v / 1e6)
+            }),
+            repetitions: figures.len(),
+            disk_model: case.and_then(|c| c.disks.model.clone()),
+            usable_fraction: a.map(|a| a.capacity_fraction()),
+            fault_tolerance: a.map(|a| a.fault_tolerance()),
+            array_label: case
+                .map(|c| c.array.label())
+                .unwrap_or_else(|| "imported".into()),
+        }
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let s = |v: &Option<String>| v.clone().unwrap_or_default();
+        let n = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+        // Figures as fio wrote them: Rust's shortest round-trip formatting, no rounding.
+        let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+        vec![
+            self.case_id.clone(),
+            self.target.clone(),
+            s(&self.engine),
+            s(&self.level),
+            s(&self.layout),
+            n(self.chunk_kib),
+            n(self.disks.map(u64::from)),
+            s(&self.filesystem),
+            self.rw.clone(),
+            self.bs.to_string(),
+            self.iodepth.to_string(),
+            self.numjobs.to_string(),
+            f(self.read_iops),
+            f(self.write_iops),
+            f(self.read_bw_mib_s),
+            f(self.write_bw_mib_s),
+            f(self.read_lat_mean_ms),
+            f(self.write_lat_mean_ms),
+            f(self.read_lat_p99_ms),
+            f(self.write_lat_p99_ms),
+            self.repetitions.to_string(),
+            s(&self.disk_model),
+            f(self.usable_fraction),
+            n(self.fault_tolerance.map(u64::from)),
+        ]
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub(crate) fn csv(rows: &[Row]) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    out.push('\n');
+    for r in rows {
+        let cells: Vec<String> = r.cells().iter().map(|c| csv_field(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "–".into())
+}
+
+pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
+    let mut s = format!("# {title}\n\n");
+    s.push_str("| case | array | workload | read IOPS | write IOPS | read MiB/s | write MiB/s | read lat ms | write lat ms | write p99 ms |\n");
+    s.push_str("|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} {} qd{}×{} | {} | {} | {} | {} | {} | {} | {} |",
+            r.case_id,
+            r.array_label,
+            r.rw,
+            raidlab_core::Bytes(r.bs).to_fio(),
+            r.iodepth,
+            r.numjobs,
+            fmt(r.read_iops, 1),
+            fmt(r.write_iops, 1),
+            fmt(r.read_bw_mib_s, 1),
+            fmt(r.write_bw_mib_s, 1),
+            fmt(r.read_lat_mean_ms, 2),
+            fmt(r.write_lat_mean_ms, 2),
+            fmt(r.write_lat_p99_ms, 2),
+        );
+    }
+    s
+}
