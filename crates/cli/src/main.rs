@@ -1,1 +1,117 @@
-fn main() {}
+//! The `raidlab` binary: parse the command line, dispatch, print errors as a user can act
+//! on them. Each subcommand lives in its own module; the crates below do the work.
+
+mod args;
+mod import;
+mod progress;
+mod rows;
+mod run;
+mod sim;
+
+use anyhow::{Context, Result};
+use args::{Cli, Command};
+use clap::{CommandFactory, Parser};
+use raidlab_core::Plan;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match run_cli() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_cli() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Plan(a) => plan(a),
+        Command::Sim(a) => sim::sim(a),
+        Command::Report(a) => report(a),
+        Command::Import(a) => import::import(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "raidlab",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(())
+        }
+    }
+}
+
+fn plan(a: args::PlanArgs) -> Result<()> {
+    let plan = Plan::load(&a.plan)?;
+    let mut out = std::io::stdout().lock();
+    if a.script {
+        write!(out, "{}", raidlab_target::script::plan_script(&plan))?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "plan `{}`: {} cases × {} repetition(s)",
+        plan.name,
+        plan.cases().len(),
+        plan.run.repeat
+    )?;
+    if let Some(d) = &plan.description {
+        writeln!(out, "{d}")?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<18} {:<28} {:>6} {:<8} {:<26} {:>8}",
+        "case", "array", "disks", "fs", "workload", "runtime"
+    )?;
+    for c in plan.cases() {
+        writeln!(
+            out,
+            "{:<18} {:<28} {:>6} {:<8} {:<26} {:>8}",
+            c.id.0,
+            format!("{} {}", c.array.engine, c.array.label()),
+            c.array.disks,
+            c.array.filesystem.to_string(),
+            c.workload.label(),
+            (c.workload.runtime + c.workload.ramp).to_string()
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "expected run time: {} of fio on real disks (plus array creation, mkfs and layout per case); the sim target takes seconds",
+        plan.expected_runtime()
+    )?;
+    Ok(())
+}
+
+fn report(a: args::ReportArgs) -> Result<()> {
+    let format: raidlab_report::Format = a
+        .format
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--format {}: {e}", a.format))?;
+    let store = raidlab_store::Store::open(&a.dir)?;
+    let title = store.meta()?.name;
+    let rows = rows::rows(&store)?;
+    let bytes = raidlab_report::export(&rows, format, &title);
+    let default = (format == raidlab_report::Format::Html).then(|| a.dir.join("report.html"));
+    match a.output.or(default) {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
+            eprintln!("wrote {}", p.display());
+        }
+        _ => std::io::stdout().write_all(&bytes)?,
+    }
+    Ok(())
+}

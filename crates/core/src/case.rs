@@ -43,6 +43,15 @@ impl DiskSet {
 #[serde(transparent)]
 pub struct CaseId(pub String);
 
+impl CaseId {
+    /// An id for something identified by a key rather than a configuration, such as an
+    /// imported file (its path relative to the import root).
+    pub fn from_key(key: &str) -> CaseId {
+        let digest = Sha256::digest(key.as_bytes());
+        CaseId(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
 impl fmt::Display for CaseId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

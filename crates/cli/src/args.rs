@@ -1,0 +1,152 @@
+//! The command line as clap sees it: raw arguments, documented for `--help`, completions
+//! and the man page. Resolution into actions happens in the command modules.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// raidlab — which RAID layout, on these disks, for this workload?
+///
+/// Describe an experiment in a plan file (disks, arrays, workloads); raidlab expands it
+/// into cases, runs each one (simulated by default), stores every result the moment it
+/// ends, and writes a report with charts and CSV/JSON/Markdown exports.
+///
+/// Start with: raidlab run examples/seed-2013.toml
+#[derive(Debug, Parser)]
+#[command(
+    name = "raidlab",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every case of a plan, store the results, write the report.
+    Run(RunArgs),
+    /// Show the cases a plan expands to, or (--script) the exact commands the host target runs.
+    Plan(PlanArgs),
+    /// Simulate one case from flags, without a plan file.
+    Sim(SimArgs),
+    /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
+    Report(ReportArgs),
+    /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.
+    Import(ImportArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on standard output.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML; see docs/plan.md).
+    pub plan: PathBuf,
+    /// Where cases run: sim (simulator, the default), vm (qemu lab), host (real disks).
+    #[arg(long, short)]
+    pub target: Option<String>,
+    /// Results directory [default: results/<plan name>].
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run in the existing results directory: finished cases are kept.
+    #[arg(long)]
+    pub resume: bool,
+    /// Seed for the simulator [default: the plan's run.seed, else 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Cases run at once on the sim target [default: one per core].
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Print a bash script of every command the host target would run, instead of the table.
+    #[arg(long)]
+    pub script: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Member disks.
+    #[arg(long, default_value_t = 4)]
+    pub disks: u32,
+    /// Disk model preset (hdd-7200, hdd-7200-16t-2019, hdd-10k-sas, ssd-sata, nvme, …).
+    #[arg(long, default_value = "hdd-7200")]
+    pub disk: String,
+    /// Override the model's capacity, e.g. 2t.
+    #[arg(long)]
+    pub disk_capacity: Option<String>,
+    /// Use only the first SPAN bytes of each disk, e.g. 30g.
+    #[arg(long)]
+    pub span: Option<String>,
+    /// RAID level: single, raid0, raid1, raid10, raid5, raid6.
+    #[arg(long, default_value = "raid5")]
+    pub level: String,
+    /// md layout (n2, f2, o2, left-symmetric …) [default: md's default for the level].
+    #[arg(long)]
+    pub layout: Option<String>,
+    /// Chunk size.
+    #[arg(long, default_value = "512k")]
+    pub chunk: String,
+    /// Member write caches: off or on.
+    #[arg(long, default_value = "off")]
+    pub write_cache: String,
+    /// fio rw: read, write, randread, randwrite, randrw, rw.
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Block size.
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// Queue depth per job.
+    #[arg(long, default_value_t = 1)]
+    pub iodepth: u32,
+    #[arg(long, default_value_t = 1)]
+    pub numjobs: u32,
+    /// Size of the test region (a file at the start of the array).
+    #[arg(long, default_value = "10g")]
+    pub size: String,
+    /// Simulated run time.
+    #[arg(long, default_value = "30s")]
+    pub runtime: String,
+    /// Read percentage for randrw / rw.
+    #[arg(long, default_value_t = 50)]
+    pub rwmixread: u8,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output: csv (the export columns), json (raidlab's row), fio-json (fio's own format).
+    #[arg(long, default_value = "csv")]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results directory (made by `raidlab run` or `raidlab import`).
+    pub dir: PathBuf,
+    /// html (default), csv, json or md.
+    #[arg(long, short, default_value = "html")]
+    pub format: String,
+    /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A file or directory tree of fio JSON output.
+    pub source: PathBuf,
+    /// The store to import into (created if missing) [default: results/import-<source name>].
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+}

@@ -1,0 +1,148 @@
+//! `raidlab import`: bring fio JSON written elsewhere into a store.
+//!
+//! Plain fio output and bench-fio trees (`<target>/<mode>/<bs>/<mode>-<iodepth>-<numjobs>.json`)
+//! both work: rw, bs, iodepth and numjobs come from the job options fio recorded, and from
+//! the bench-fio path where an option is missing. A file that cannot be read is listed with
+//! the reason; the rest still import. Re-importing a file is refused by the store (nothing
+//! is overwritten) and reported as already present.
+
+use crate::args::ImportArgs;
+use anyhow::{bail, Result};
+use raidlab_core::{Bytes, CaseId, Nanos, Rw, Workload};
+use raidlab_fio::JobInfo;
+use raidlab_store::{ExperimentMeta, NewResult, Store};
+use std::path::{Path, PathBuf};
+
+fn json_files(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if root.is_file() {
+        out.push(root.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(root)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        if p.is_dir() {
+            json_files(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// bench-fio: `<mode>-<iodepth>-<numjobs>.json` inside `<mode>/<bs>/`.
+fn from_bench_fio_path(rel: &Path) -> (Option<Rw>, Option<Bytes>, Option<u32>, Option<u32>) {
+    let stem = rel.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let parts: Vec<&str> = stem.rsplitn(3, '-').collect();
+    let (rw, qd, jobs) = match parts.as_slice() {
+        [jobs, qd, mode] => (mode.parse().ok(), qd.parse().ok(), jobs.parse().ok()),
+        _ => (None, None, None),
+    };
+    let bs = rel
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok());
+    (rw, bs, qd, jobs)
+}
+
+fn workload(job: &JobInfo, rel: &Path) -> Option<Workload> {
+    let (prw, pbs, pqd, pjobs) = from_bench_fio_path(rel);
+    let opt = |k: &str| job.options.get(k).cloned();
+    Some(Workload {
+        rw: job.rw.or(prw)?,
+        bs: job.bs.or(pbs).unwrap_or(Bytes::kib(4)),
+        iodepth: job.iodepth.or(pqd).unwrap_or(1),
+        numjobs: job.numjobs.or(pjobs).unwrap_or(1),
+        size: opt("size").and_then(|s| s.parse().ok()).unwrap_or(Bytes(0)),
+        offset: Bytes(0),
+        runtime: opt("runtime")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(Nanos(0)),
+        ramp: Nanos(0),
+        rwmixread: opt("rwmixread").and_then(|s| s.parse().ok()).unwrap_or(50),
+        ioengine: opt("ioengine").unwrap_or_default(),
+        direct: opt("direct").is_some_and(|d| d == "1"),
+    })
+}
+
+pub fn import(a: ImportArgs) -> Result<()> {
+    let name = a
+        .source
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "import".into());
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(format!("import-{name}")));
+    let mut files = Vec::new();
+    json_files(&a.source, &mut files)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.source.display()))?;
+    if files.is_empty() {
+        bail!(
+            "no .json files under {}: point at fio's JSON output (fio --output-format=json)",
+            a.source.display()
+        );
+    }
+    let meta = ExperimentMeta {
+        name: format!("import of {name}"),
+        plan_path: None,
+        plan_text: None,
+        target: "import".into(),
+        created_unix: 0,
+        raidlab_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let mut store = Store::open_or_create(&out, &meta)?;
+    let (mut ok, mut bad) = (0usize, Vec::new());
+    for path in &files {
+        let rel = path.strip_prefix(&a.source).unwrap_or(path);
+        let result = (|| -> Result<()> {
+            let bytes = std::fs::read(path)?;
+            let parsed = raidlab_fio::parse_output(&String::from_utf8_lossy(&bytes))?;
+            let job = parsed.jobs.first().cloned().unwrap_or_default();
+            let Some(w) = workload(&job, rel) else {
+                bail!("its job options name no rw, and the path is not bench-fio's <mode>-<iodepth>-<numjobs>.json");
+            };
+            let id = CaseId::from_key(&rel.to_string_lossy());
+            let label = rel
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            store.add_imported_case(&id, &label, &w)?;
+            store.commit_result(&NewResult {
+                case_id: id,
+                repetition: 1,
+                target: "import".into(),
+                figures: parsed.figures,
+                raw_json: bytes,
+                logs: vec![],
+                environment: serde_json::json!({ "imported_from": path.display().to_string(), "fio_job": job.name }),
+                started_unix: 0,
+                wall_ns: 0,
+                source: Some(rel.display().to_string()),
+            })?;
+            Ok(())
+        })();
+        match result {
+            Ok(()) => ok += 1,
+            Err(e) => bad.push(format!("{}: {e}", path.display())),
+        }
+    }
+    eprintln!(
+        "imported {ok} of {} file(s) into {}",
+        files.len(),
+        out.display()
+    );
+    if !bad.is_empty() {
+        eprintln!("not imported:");
+        for b in &bad {
+            eprintln!("  {b}");
+        }
+    }
+    if ok == 0 {
+        bail!("nothing imported");
+    }
+    Ok(())
+}
