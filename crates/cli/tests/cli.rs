@@ -1,0 +1,303 @@
+//! The `raidlab` binary as a user runs it.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn raidlab() -> Command {
+    let mut c = Command::cargo_bin("raidlab").unwrap();
+    c.current_dir(root());
+    c
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn require_fio() -> bool {
+    if std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("fio is required in CI: apt-get install fio");
+    }
+    eprintln!("skipping: fio is not installed (apt-get install fio)");
+    false
+}
+
+fn csv(dir: &Path) -> Vec<Vec<String>> {
+    let out = raidlab()
+        .args(["report", dir.to_str().unwrap(), "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn plan_lists_the_2013_experiment_as_eight_cases() {
+    raidlab()
+        .args(["plan", "examples/seed-2013.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("8 cases"))
+        .stdout(predicate::str::contains("raid10 n2 512k"))
+        .stdout(predicate::str::contains("expected run time: 8m"));
+}
+
+#[test]
+fn plan_script_is_valid_bash_with_every_step() {
+    let out = raidlab()
+        .args(["plan", "examples/seed-2013.toml", "--script"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(script.matches("mdadm --create").count(), 8);
+    for needle in [
+        "hdparm -W 0",
+        "mkfs.xfs -f -K -d su=512k,sw=6",
+        "mount /dev/md/raidlab",
+        "fio --output-format=json",
+        "mdadm --zero-superblock",
+        "# restore",
+    ] {
+        assert!(script.contains(needle), "script lacks {needle}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sh");
+    std::fs::write(&path, &script).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn run_stores_every_case_and_resume_runs_none_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let out_s = out.to_str().unwrap();
+    raidlab()
+        .args(["run", "examples/quick.toml", "--out", out_s, "--quiet"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("raid10 f2"));
+    assert!(out.join("report.html").exists());
+    let rows = csv(&out);
+    assert_eq!(rows[0][..4], ["case_id", "target", "engine", "level"]);
+    assert_eq!(rows.len(), 1 + 16, "header + 16 cases");
+    let read_iops = rows[0].iter().position(|c| c == "read_iops").unwrap();
+    let write_iops = read_iops + 1;
+    for r in &rows[1..] {
+        let v: f64 = if r[8].contains("read") {
+            r[read_iops].parse().unwrap()
+        } else {
+            r[write_iops].parse().unwrap()
+        };
+        assert!(v > 0.0, "{r:?}");
+        assert_eq!(r[1], "sim");
+    }
+    let raw = std::fs::read_dir(out.join("raw"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "json")
+        })
+        .count();
+    assert_eq!(raw, 16);
+
+    raidlab()
+        .args(["run", "examples/quick.toml", "--out", out_s])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--resume"));
+    raidlab()
+        .args([
+            "run",
+            "examples/quick.toml",
+            "--out",
+            out_s,
+            "--resume",
+            "--quiet",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "16 result(s) already stored, 0 to run",
+        ));
+    assert_eq!(csv(&out), rows, "resume changed nothing");
+}
+
+#[test]
+fn bad_plans_name_file_line_field_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("examples/seed-2013.toml"))
+        .unwrap()
+        .replace("count = 6", "count = 3");
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, text).unwrap();
+    raidlab()
+        .args(["plan", path.to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "bad.toml:15: arrays.level = \"raid6\": raid6 needs at least 4 disks",
+        ));
+}
+
+#[test]
+fn sim_prints_one_csv_row() {
+    let out = raidlab()
+        .args([
+            "sim",
+            "--disks",
+            "4",
+            "--level",
+            "raid5",
+            "--rw",
+            "randwrite",
+            "--iodepth",
+            "4",
+            "--runtime",
+            "5s",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[1].contains(",sim,md,raid5,left-symmetric,512,4,none,randwrite,4096,4,1,"),
+        "{}",
+        lines[1]
+    );
+    raidlab()
+        .args(["sim", "--level", "raid6", "--disks", "3"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
+}
+
+#[test]
+fn import_a_bench_fio_tree_keeps_fios_iops_to_the_last_digit() {
+    if !require_fio() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let mut expected = Vec::new();
+    for (mode, qd, jobs) in [("randread", 1, 1), ("randwrite", 4, 2), ("read", 8, 1)] {
+        let leaf = tree.join("dev-null").join(mode).join("4k");
+        std::fs::create_dir_all(&leaf).unwrap();
+        let out = std::process::Command::new("fio")
+            .args([
+                "--name=b",
+                "--ioengine=null",
+                "--size=32m",
+                "--bs=4k",
+                "--runtime=1",
+                "--time_based",
+                "--group_reporting",
+                "--output-format=json",
+            ])
+            .arg(format!("--rw={mode}"))
+            .arg(format!("--iodepth={qd}"))
+            .arg(format!("--numjobs={jobs}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let mut text = String::from_utf8(out.stdout).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let dir_key = if mode.contains("write") {
+            "write"
+        } else {
+            "read"
+        };
+        expected.push((mode, v["jobs"][0][dir_key]["iops"].as_f64().unwrap()));
+        if mode == "read" {
+            text = format!("fio: this platform does not support ioscheduler switching\n{text}note: trailing line\n");
+        }
+        std::fs::write(leaf.join(format!("{mode}-{qd}-{jobs}.json")), text).unwrap();
+    }
+    std::fs::write(tree.join("dev-null").join("broken.json"), "{ not json").unwrap();
+    let store = dir.path().join("store");
+    raidlab()
+        .args([
+            "import",
+            tree.to_str().unwrap(),
+            "--out",
+            store.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 3 of 4"))
+        .stderr(predicate::str::contains("broken.json: no fio JSON found"));
+    let rows = csv(&store);
+    let col = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    for (mode, iops) in expected {
+        let r = rows.iter().find(|r| r[col("rw")] == mode).unwrap();
+        let c = if mode.contains("write") {
+            col("write_iops")
+        } else {
+            col("read_iops")
+        };
+        assert_eq!(r[c].parse::<f64>().unwrap(), iops, "{mode}");
+        assert_eq!(
+            r[col("level")],
+            "",
+            "imported cases leave array columns empty"
+        );
+    }
+    let r = rows.iter().find(|r| r[col("rw")] == "randwrite").unwrap();
+    assert_eq!(
+        (r[col("iodepth")].as_str(), r[col("numjobs")].as_str()),
+        ("4", "2")
+    );
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_clap_definition() {
+    raidlab()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("raidlab"));
+    raidlab()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH raidlab"));
+    raidlab()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Run every case of a plan"));
+}

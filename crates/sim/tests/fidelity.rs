@@ -1,0 +1,196 @@
+//! Fidelity gates: the simulator against the seeds' measurements and md's exact costs.
+//! A failure here means the model drifted; fix the model, not the figure.
+
+use raidlab_core::{Case, Level, Plan, Rw};
+use raidlab_fio::parse_output;
+use std::path::Path;
+
+fn plan(name: &str) -> Plan {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
+    Plan::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(case: &Case) -> (f64, f64, f64, Vec<raidlab_core::DiskUtil>) {
+    let out = raidlab_sim::simulate(case, 1).unwrap();
+    let f = parse_output(&out.fio_json).unwrap().figures;
+    let d = f.read.as_ref().or(f.write.as_ref()).unwrap();
+    (d.iops, d.bw_bytes_s / 1e6, d.lat_mean_ns / 1e6, f.disk_util)
+}
+
+fn find<'a>(p: &'a Plan, level: Level, rw: Rw) -> &'a Case {
+    p.cases()
+        .iter()
+        .find(|c| c.array.level == level && c.workload.rw == rw)
+        .unwrap()
+}
+
+fn within(got: f64, want: f64, tol: f64) -> bool {
+    (got - want).abs() <= want * tol
+}
+
+#[test]
+fn seed_2013_raid5_random_write_matches_the_article() {
+    let p = plan("seed-2013.toml");
+    let (iops, _, lat, _) = run(find(&p, Level::Raid5, Rw::RandWrite));
+    assert!(
+        within(iops, 112.0, 0.10),
+        "raid5 randwrite {iops:.1} IOPS, article ≈ 112"
+    );
+    assert!(
+        (30.0..=50.0).contains(&lat),
+        "raid5 write latency {lat:.1} ms, article ≈ 40"
+    );
+}
+
+#[test]
+fn seed_2013_raid0_random_write_matches_the_article() {
+    let p = plan("seed-2013.toml");
+    let (iops, _, _, _) = run(find(&p, Level::Raid0, Rw::RandWrite));
+    assert!(
+        within(iops, 450.0, 0.10),
+        "raid0 randwrite {iops:.1} IOPS, article ≈ 450"
+    );
+}
+
+#[test]
+fn seed_2013_reads_are_level_independent_and_raid10_not_below() {
+    let p = plan("seed-2013.toml");
+    let reads: Vec<(Level, f64)> = [Level::Raid0, Level::Raid10, Level::Raid5, Level::Raid6]
+        .into_iter()
+        .map(|l| (l, run(find(&p, l, Rw::RandRead)).0))
+        .collect();
+    let r0 = reads[0].1;
+    for (l, iops) in &reads {
+        assert!(
+            *iops >= r0 * 0.95,
+            "{l} randread {iops:.1} below raid0's {r0:.1}"
+        );
+    }
+    assert!(
+        reads[1].1 >= reads.iter().map(|r| r.1).fold(0.0, f64::max) - 1e-9,
+        "raid10 reads highest: {reads:?}"
+    );
+}
+
+#[test]
+fn parity_writes_cost_md_exact_member_ios() {
+    let p = plan("seed-2013.toml");
+    for (level, reads, writes) in [(Level::Raid5, 2.0, 2.0), (Level::Raid6, 3.0, 3.0)] {
+        let (_, _, _, util) = run(find(&p, level, Rw::RandWrite));
+        let md = &util[0];
+        assert_eq!(md.name, "md0");
+        let members = &util[1..];
+        let r: u64 = members.iter().map(|d| d.read_ios).sum();
+        let w: u64 = members.iter().map(|d| d.write_ios).sum();
+        let host = md.write_ios as f64;
+        // In-flight I/Os at the end of the run blur the last few; 2 % is a few of thousands.
+        assert!(
+            within(r as f64 / host, reads, 0.02),
+            "{level}: {r} member reads for {host} writes"
+        );
+        assert!(
+            within(w as f64 / host, writes, 0.02),
+            "{level}: {w} member writes for {host} writes"
+        );
+        // fio's aggr_* are per-member averages.
+        assert_eq!(md.aggr_write_ios, Some(w / members.len() as u64));
+    }
+}
+
+#[test]
+fn chunk_size_does_not_move_random_iops() {
+    let p = plan("seed-2013-chunks.toml");
+    for rw in [Rw::RandRead, Rw::RandWrite] {
+        let iops: Vec<f64> = p
+            .cases()
+            .iter()
+            .filter(|c| c.workload.rw == rw)
+            .map(|c| run(c).0)
+            .collect();
+        assert_eq!(iops.len(), 5);
+        let (lo, hi) = (
+            iops.iter().cloned().fold(f64::MAX, f64::min),
+            iops.iter().cloned().fold(0.0, f64::max),
+        );
+        assert!(hi <= lo * 1.10, "{rw}: chunk sweep moved IOPS {iops:?}");
+    }
+}
+
+#[test]
+fn seed_2019_single_disk_matches_the_article() {
+    let p = plan("seed-2019.toml");
+    let (_, mb_s, _, _) = run(find(&p, Level::Single, Rw::Read));
+    assert!(
+        within(mb_s, 268.0, 0.15),
+        "sequential read {mb_s:.0} MB/s, article 268"
+    );
+    let (_, mb_s, _, _) = run(find(&p, Level::Single, Rw::Write));
+    assert!(
+        within(mb_s, 268.0, 0.15),
+        "sequential write {mb_s:.0} MB/s, article 268"
+    );
+    let (iops, _, _, _) = run(find(&p, Level::Single, Rw::RandWrite));
+    assert!(
+        within(iops, 480.0, 0.15),
+        "random write {iops:.0} IOPS, article 480"
+    );
+}
+
+#[test]
+fn seed_2019_far_layout_reads_ahead_of_near() {
+    let p = plan("seed-2019.toml");
+    let get = |layout: &str| {
+        let c = p
+            .cases()
+            .iter()
+            .find(|c| {
+                c.workload.rw == Rw::Read
+                    && c.array.layout.map(|l| l.to_string()).as_deref() == Some(layout)
+            })
+            .unwrap();
+        run(c).1
+    };
+    let (n2, f2) = (get("n2"), get("f2"));
+    assert!(
+        f2 > n2 * 1.05,
+        "f2 sequential read {f2:.0} MB/s should be clearly ahead of n2 {n2:.0}"
+    );
+}
+
+fn single_disk(qd: u32) -> f64 {
+    let text = format!(
+        "name = \"qd\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\"\n"
+    );
+    let p = Plan::parse(&text, Path::new("qd.toml")).unwrap();
+    run(&p.cases()[0]).0
+}
+
+#[test]
+fn random_reads_rise_with_queue_depth() {
+    let qd1 = single_disk(1);
+    let qd32 = single_disk(32);
+    assert!(
+        within(qd1, 75.0, 0.15),
+        "QD1 whole-disk random read {qd1:.1} IOPS, expected ≈ 75"
+    );
+    assert!(
+        qd32 > qd1 * 1.5,
+        "QD32 {qd32:.1} should be clearly above QD1 {qd1:.1}"
+    );
+}
+
+#[test]
+fn same_seed_same_bytes() {
+    let p = plan("seed-2013.toml");
+    let c = find(&p, Level::Raid6, Rw::RandWrite);
+    assert_eq!(
+        raidlab_sim::simulate(c, 7).unwrap().fio_json,
+        raidlab_sim::simulate(c, 7).unwrap().fio_json
+    );
+    assert_ne!(
+        raidlab_sim::simulate(c, 7).unwrap().fio_json,
+        raidlab_sim::simulate(c, 8).unwrap().fio_json
+    );
+}
