@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use toml_edit::{ImDocument, Item, Table, Value};
 
+/// A parsed value and where it was written.
+type At<T> = (T, Option<Range<usize>>);
+
 /// A plan that failed to load: where, which field, which value, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanError {
@@ -325,8 +328,8 @@ impl<'a> Cx<'a> {
     }
 
     /// A scalar or a list of scalars, as (text, span) pairs. Integers are given as text.
-    fn list(&self, f: Field<'_>) -> Result<Vec<(String, Option<Range<usize>>)>, PlanError> {
-        let one = |v: &Value| -> Result<(String, Option<Range<usize>>), PlanError> {
+    fn list(&self, f: Field<'_>) -> Result<Vec<At<String>>, PlanError> {
+        let one = |v: &Value| -> Result<At<String>, PlanError> {
             match v {
                 Value::String(s) => Ok((s.value().clone(), v.span())),
                 Value::Integer(i) => Ok((i.value().to_string(), v.span())),
@@ -352,11 +355,7 @@ impl<'a> Cx<'a> {
     }
 
     /// Parse every element of a list field with `FromStr`, reporting the bad one.
-    fn parsed<T: FromStr>(
-        &self,
-        f: Field<'_>,
-        what: &str,
-    ) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
+    fn parsed<T: FromStr>(&self, f: Field<'_>, what: &str) -> Result<Vec<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
@@ -383,7 +382,7 @@ impl<'a> Cx<'a> {
         prefix: &str,
         key: &str,
         what: &str,
-    ) -> Result<Option<(T, Option<Range<usize>>)>, PlanError>
+    ) -> Result<Option<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
@@ -409,7 +408,7 @@ impl<'a> Cx<'a> {
         prefix: &str,
         key: &str,
         what: &str,
-    ) -> Result<Vec<(T, Option<Range<usize>>)>, PlanError>
+    ) -> Result<Vec<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
@@ -566,7 +565,7 @@ impl<'a> Cx<'a> {
         t: &'a Table,
         prefix: &str,
         plan_disks: u32,
-    ) -> Result<Vec<(ArraySpec, Option<Range<usize>>)>, PlanError> {
+    ) -> Result<Vec<At<ArraySpec>>, PlanError> {
         self.known_keys(
             t,
             prefix,
@@ -679,7 +678,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let mut filesystems: Vec<(Filesystem, Option<Range<usize>>)> =
+        let mut filesystems: Vec<At<Filesystem>> =
             filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
         if filesystems.is_empty() {
             filesystems.push((
@@ -710,7 +709,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let counts: Vec<(u32, Option<Range<usize>>)> = if disk_counts.is_empty() {
+        let counts: Vec<At<u32>> = if disk_counts.is_empty() {
             vec![(plan_disks, None)]
         } else {
             disk_counts
@@ -739,7 +738,7 @@ impl<'a> Cx<'a> {
                     return Err(self.err(span, &format!("{prefix}.{field}"), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
                 }
                 let layouts_here: Vec<Option<Layout>> = if layouts.is_empty()
-                    || !level.default_layout().is_some()
+                    || level.default_layout().is_none()
                     || engine == Engine::Btrfs
                 {
                     vec![if engine == Engine::Md {
@@ -811,11 +810,7 @@ impl<'a> Cx<'a> {
         Ok(out)
     }
 
-    fn workload_matrix(
-        &self,
-        t: &'a Table,
-        prefix: &str,
-    ) -> Result<Vec<(Workload, Option<Range<usize>>)>, PlanError> {
+    fn workload_matrix(&self, t: &'a Table, prefix: &str) -> Result<Vec<At<Workload>>, PlanError> {
         self.known_keys(
             t,
             prefix,
@@ -842,7 +837,7 @@ impl<'a> Cx<'a> {
                 "name at least one, e.g. rw = [\"randread\", \"randwrite\"]",
             ));
         }
-        let or_default = |v: Vec<(u32, Option<Range<usize>>)>, d: u32| {
+        let or_default = |v: Vec<At<u32>>, d: u32| {
             if v.is_empty() {
                 vec![(d, None)]
             } else {
@@ -893,7 +888,7 @@ impl<'a> Cx<'a> {
             ));
         }
         for (bs, span) in &bss {
-            if bs.0 < 512 || bs.0 % 512 != 0 {
+            if bs.0 < 512 || !bs.0.is_multiple_of(512) {
                 return Err(self.err(
                     span.clone(),
                     &format!("{prefix}.bs"),

@@ -68,7 +68,7 @@ impl Bytes {
             (1 << 10, "k"),
         ];
         for (scale, suffix) in UNITS {
-            if self.0 >= scale && self.0 % scale == 0 {
+            if self.0 >= scale && self.0.is_multiple_of(scale) {
                 return format!("{}{}", self.0 / scale, suffix);
             }
         }
@@ -89,7 +89,7 @@ impl fmt::Display for Bytes {
         for (scale, suffix) in UNITS {
             if self.0 >= scale {
                 let v = self.0 as f64 / scale as f64;
-                return if self.0 % scale == 0 {
+                return if self.0.is_multiple_of(scale) {
                     write!(f, "{}{}", self.0 / scale, suffix)
                 } else {
                     write!(f, "{:.1}{}", v, suffix)
@@ -230,9 +230,9 @@ impl Nanos {
     }
     /// The shortest exact spelling fio accepts (`60s`, `90s`, `500ms`).
     pub fn to_fio(self) -> String {
-        if self.0 % 1_000_000_000 == 0 {
+        if self.0.is_multiple_of(1_000_000_000) {
             format!("{}s", self.0 / 1_000_000_000)
-        } else if self.0 % 1_000_000 == 0 {
+        } else if self.0.is_multiple_of(1_000_000) {
             format!("{}ms", self.0 / 1_000_000)
         } else {
             format!("{}us", self.0.div_ceil(1_000))
@@ -247,10 +247,10 @@ impl fmt::Display for Nanos {
         if ns == 0 {
             return write!(f, "0s");
         }
-        if ns % 1_000_000_000 != 0 {
-            return if ns % 1_000_000 == 0 {
+        if !ns.is_multiple_of(1_000_000_000) {
+            return if ns.is_multiple_of(1_000_000) {
                 write!(f, "{}ms", ns / 1_000_000)
-            } else if ns % 1_000 == 0 {
+            } else if ns.is_multiple_of(1_000) {
                 write!(f, "{}us", ns / 1_000)
             } else {
                 write!(f, "{}ns", ns)

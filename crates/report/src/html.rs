@@ -21,6 +21,9 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:first-child,th:f
 .grid{stroke:#eee}.c0{fill:#4e79a7}.c1{fill:#f28e2b}.c2{fill:#e15759}.c3{fill:#76b7b2}.c4{fill:#59a14f}\
 .c5{fill:#edc948}.c6{fill:#b07aa1}.c7{fill:#ff9da7}.note{color:#555}@media print{.chart{width:48%}h2{break-before:auto}}";
 
+/// A chart: title, unit, and the figure it plots.
+type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
+
 /// Workload key for grouping: `randwrite 4k qd4×1`.
 fn workload_key(r: &Row) -> String {
     format!(
@@ -91,7 +94,7 @@ pub fn render(rows: &[Row], title: &str) -> String {
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
-        let series: [(&str, &str, fn(&Row) -> Option<f64>); 6] = [
+        let series: [Series; 6] = [
             ("read IOPS", "IOPS", |r| r.read_iops),
             ("write IOPS", "IOPS", |r| r.write_iops),
             ("read bandwidth", "MiB/s", |r| r.read_bw_mib_s),

@@ -19,7 +19,7 @@ fn run(case: &Case) -> (f64, f64, f64, Vec<raidlab_core::DiskUtil>) {
     (d.iops, d.bw_bytes_s / 1e6, d.lat_mean_ns / 1e6, f.disk_util)
 }
 
-fn find<'a>(p: &'a Plan, level: Level, rw: Rw) -> &'a Case {
+fn find(p: &Plan, level: Level, rw: Rw) -> &Case {
     p.cases()
         .iter()
         .find(|c| c.array.level == level && c.workload.rw == rw)
