@@ -223,37 +223,47 @@ pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePla
     let dds = g.data_disks() as usize;
     let first = g.parity_map(stripe * dds as u64);
     let parity: Vec<u32> = std::iter::once(first.parity).chain(first.q).collect();
-    let member_of = |dd: usize| g.parity_map(stripe * dds as u64 + dd as u64).data_disk;
+    let members: Vec<u32> = (0..dds)
+        .map(|dd| g.parity_map(stripe * dds as u64 + dd as u64).data_disk)
+        .collect();
+    let member_of = |dd: usize| members[dd];
     // Per member: a row list of reads and writes, merged into ranges afterwards.
     let mut reads: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
     let mut writes: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
-    for row in 0..rows {
-        let bit = |dd: usize| written[dd][row / 64] >> (row % 64) & 1 == 1;
-        let w: Vec<usize> = (0..dds).filter(|&d| bit(d)).collect();
-        if w.is_empty() {
-            continue;
-        }
-        let rmw = w.len() + parity.len();
-        let rcw = dds - w.len();
-        if rcw > 0 {
-            if rmw < rcw {
-                for &d in &w {
-                    reads[member_of(d) as usize].push(row);
+    // Rows any write touches: the union of the data units' bitmaps, one word at a time.
+    for word in 0..rows.div_ceil(64) {
+        let mut union = written.iter().fold(0u64, |acc, w| acc | w[word]);
+        while union != 0 {
+            let row = word * 64 + union.trailing_zeros() as usize;
+            union &= union - 1;
+            // Data units written in this row, as a bit per unit (md arrays have ≤ 64 data disks
+            // in any sane layout; larger ones are clamped to the first 64 here).
+            let mut w_mask = 0u64;
+            for (d, bits) in written.iter().enumerate().take(64) {
+                w_mask |= (bits[word] >> (row % 64) & 1) << d;
+            }
+            let n_written = w_mask.count_ones() as usize;
+            let rmw = n_written + parity.len();
+            let rcw = dds - n_written;
+            if rcw > 0 {
+                let read_written = rmw < rcw;
+                for d in 0..dds {
+                    if (w_mask >> d & 1 == 1) == read_written {
+                        reads[member_of(d) as usize].push(row);
+                    }
                 }
-                for &p in &parity {
-                    reads[p as usize].push(row);
-                }
-            } else {
-                for d in (0..dds).filter(|d| !w.contains(d)) {
-                    reads[member_of(d) as usize].push(row);
+                if read_written {
+                    for &p in &parity {
+                        reads[p as usize].push(row);
+                    }
                 }
             }
-        }
-        for &d in &w {
-            writes[member_of(d) as usize].push(row);
-        }
-        for &p in &parity {
-            writes[p as usize].push(row);
+            for d in (0..dds).filter(|d| w_mask >> d & 1 == 1) {
+                writes[member_of(d) as usize].push(row);
+            }
+            for &p in &parity {
+                writes[p as usize].push(row);
+            }
         }
     }
     let base = stripe * g.chunk;
