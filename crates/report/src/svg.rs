@@ -33,7 +33,7 @@ pub fn bar_chart(title: &str, unit: &str, bars: &[(String, f64)]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="20" class="ct">{t}</text>"#,
+        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="20" class="ct">{t}</text>"#,
         t = esc(title),
         x = w / 2.0
     );

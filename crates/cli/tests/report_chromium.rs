@@ -1,0 +1,106 @@
+//! The HTML report as a browser renders it: headless Chromium (Debian's `chromium`) loads a
+//! generated report; every chart must have a bar per level. A screenshot is kept in
+//! `target/test-artifacts/`. Locally without Chromium: skipped with the reason; in CI
+//! (`CI=true`) a missing Chromium fails.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn chromium() -> Option<&'static str> {
+    for c in ["chromium", "chromium-browser"] {
+        if std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(c);
+        }
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("Chromium is required in CI: apt-get install chromium");
+    }
+    eprintln!("skipping: Chromium is not installed (apt-get install chromium)");
+    None
+}
+
+fn headless(bin: &str, profile: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]);
+    c.arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+#[test]
+fn report_renders_with_a_bar_per_level_in_every_chart() {
+    let Some(bin) = chromium() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    Command::cargo_bin("raidlab")
+        .unwrap()
+        .current_dir(&root)
+        .args([
+            "run",
+            "examples/seed-2013.toml",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let html = out.join("report.html");
+    let source = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !source.contains("<script") && !source.contains("http://") && !source.contains("https://"),
+        "self-contained: no script, no network reference"
+    );
+
+    let dom = headless(bin, &dir.path().join("profile"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8(dom.stdout).unwrap();
+    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert_eq!(charts.len(), 6, "read and write: IOPS, bandwidth, latency");
+    for chart in charts {
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        for level in ["raid0 512k", "raid10 n2 512k", "raid5 512k", "raid6 512k"] {
+            assert_eq!(
+                chart.matches(&format!("data-label=\"{level}\"")).count(),
+                1,
+                "{level} in {}",
+                &chart[..200.min(chart.len())]
+            );
+        }
+    }
+
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("report-seed-2013.png");
+    let _ = std::fs::remove_file(&shot);
+    let s = headless(bin, &dir.path().join("profile2"))
+        .arg("--window-size=1200,1800")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "a real screenshot"
+    );
+}
