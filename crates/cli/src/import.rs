@@ -67,6 +67,34 @@ fn workload(job: &JobInfo, rel: &Path) -> Option<Workload> {
     })
 }
 
+/// Parse one file into an imported case and its result.
+fn read_one(path: &Path, rel: &Path) -> Result<((CaseId, String, Workload), NewResult)> {
+    let bytes = std::fs::read(path)?;
+    let parsed = raidlab_fio::parse_output(&String::from_utf8_lossy(&bytes))?;
+    let job = parsed.jobs.first().cloned().unwrap_or_default();
+    let Some(w) = workload(&job, rel) else {
+        bail!("its job options name no rw, and the path is not bench-fio's <mode>-<iodepth>-<numjobs>.json");
+    };
+    let id = CaseId::from_key(&rel.to_string_lossy());
+    let label = rel
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let result = NewResult {
+        case_id: id.clone(),
+        repetition: 1,
+        target: "import".into(),
+        figures: parsed.figures,
+        raw_json: bytes,
+        logs: vec![],
+        environment: serde_json::json!({ "imported_from": path.display().to_string(), "fio_job": job.name }),
+        started_unix: 0,
+        wall_ns: 0,
+        source: Some(rel.display().to_string()),
+    };
+    Ok(((id, label, w), result))
+}
+
 pub fn import(a: ImportArgs) -> Result<()> {
     let name = a
         .source
@@ -96,38 +124,26 @@ pub fn import(a: ImportArgs) -> Result<()> {
     };
     let mut store = Store::open_or_create(&out, &meta)?;
     let (mut ok, mut bad) = (0usize, Vec::new());
-    for path in &files {
-        let rel = path.strip_prefix(&a.source).unwrap_or(path);
-        let result = (|| -> Result<()> {
-            let bytes = std::fs::read(path)?;
-            let parsed = raidlab_fio::parse_output(&String::from_utf8_lossy(&bytes))?;
-            let job = parsed.jobs.first().cloned().unwrap_or_default();
-            let Some(w) = workload(&job, rel) else {
-                bail!("its job options name no rw, and the path is not bench-fio's <mode>-<iodepth>-<numjobs>.json");
-            };
-            let id = CaseId::from_key(&rel.to_string_lossy());
-            let label = rel
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            store.add_imported_case(&id, &label, &w)?;
-            store.commit_result(&NewResult {
-                case_id: id,
-                repetition: 1,
-                target: "import".into(),
-                figures: parsed.figures,
-                raw_json: bytes,
-                logs: vec![],
-                environment: serde_json::json!({ "imported_from": path.display().to_string(), "fio_job": job.name }),
-                started_unix: 0,
-                wall_ns: 0,
-                source: Some(rel.display().to_string()),
-            })?;
-            Ok(())
-        })();
-        match result {
-            Ok(()) => ok += 1,
-            Err(e) => bad.push(format!("{}: {e}", path.display())),
+    // Batches: one file-system sync and one transaction per thousand files.
+    for chunk in files.chunks(1000) {
+        let (mut cases, mut results, mut paths) = (Vec::new(), Vec::new(), Vec::new());
+        for path in chunk {
+            let rel = path.strip_prefix(&a.source).unwrap_or(path);
+            match read_one(path, rel) {
+                Ok((case, result)) => {
+                    cases.push(case);
+                    results.push(result);
+                    paths.push(path);
+                }
+                Err(e) => bad.push(format!("{}: {e}", path.display())),
+            }
+        }
+        store.add_imported_cases(&cases)?;
+        for (path, outcome) in paths.into_iter().zip(store.commit_batch(&results)?) {
+            match outcome {
+                Ok(_) => ok += 1,
+                Err(e) => bad.push(format!("{}: {e}", path.display())),
+            }
         }
     }
     eprintln!(

@@ -312,101 +312,120 @@ impl Store {
         tx.commit().map_err(sql)
     }
 
-    /// Register an imported case: a workload without an array.
-    pub fn add_imported_case(&mut self, id: &CaseId, label: &str, w: &Workload) -> Result<()> {
-        let seq = self.next_seq()?;
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO cases (id, seq, kind, label, workload_json, rw, bs, iodepth, numjobs)
-                 VALUES (?1, ?2, 'imported', ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![id.0, seq, label, serde_json::to_string(w)?, w.rw.to_string(), w.bs.0 as i64, w.iodepth, w.numjobs],
-            )
-            .map_err(|e| self.sql(e))?;
-        Ok(())
-    }
-
-    /// Write a raw file that must not exist yet: temp file, fsync, rename into place.
-    fn write_new(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.dir.join("raw").join(name);
-        let io = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        if path.exists() {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "a raw file by this name exists and is never overwritten",
-            )));
-        }
-        let tmp = self.dir.join("raw").join(format!(".{name}.tmp"));
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(bytes).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)
-    }
-
-    /// Commit one result: raw files first, then the index row, in one transaction.
-    pub fn commit_result(&mut self, r: &NewResult) -> Result<i64> {
-        let taken: bool = self
-            .conn
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM results WHERE case_id = ?1 AND repetition = ?2 AND target = ?3)",
-                params![r.case_id.0, r.repetition, r.target],
-                |row| row.get(0),
-            )
-            .map_err(|e| self.sql(e))?;
-        if taken {
-            return Err(StoreError::ResultExists {
-                case: r.case_id.clone(),
-                repetition: r.repetition,
-                target: r.target.clone(),
-            });
-        }
-        let base = format!("{}-r{}-{}", r.case_id, r.repetition, r.target);
-        let raw_file = format!("{base}.json");
-        self.write_new(&raw_file, &r.raw_json)?;
-        for (name, bytes) in &r.logs {
-            self.write_new(&format!("{base}-{name}"), bytes)?;
-        }
-        let f = &r.figures;
-        let d = |dir: &Option<raidlab_core::DirectionFigures>,
-                 g: fn(&raidlab_core::DirectionFigures) -> Option<f64>| {
-            dir.as_ref().and_then(g)
-        };
+    /// Register imported cases — workloads without an array — in one transaction
+    /// (idempotent by id).
+    pub fn add_imported_cases(&mut self, cases: &[(CaseId, String, Workload)]) -> Result<()> {
+        let mut seq = self.next_seq()?;
         let path = self.dir.join(DB);
         let sql = |source| StoreError::Sql {
             path: path.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(sql)?;
-        tx.execute(
-            "INSERT INTO results (case_id, repetition, target, figures_json, environment_json, raw_file, source, started_unix, wall_ns,
-                                  read_iops, write_iops, read_bw, write_bw, read_lat_mean_ns, write_lat_mean_ns, read_p99_ns, write_p99_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            params![
-                r.case_id.0,
-                r.repetition,
-                r.target,
-                serde_json::to_string(f)?,
-                serde_json::to_string(&r.environment)?,
-                raw_file,
-                r.source,
-                r.started_unix,
-                r.wall_ns as i64,
-                d(&f.read, |x| Some(x.iops)),
-                d(&f.write, |x| Some(x.iops)),
-                d(&f.read, |x| Some(x.bw_bytes_s)),
-                d(&f.write, |x| Some(x.bw_bytes_s)),
-                d(&f.read, |x| Some(x.lat_mean_ns)),
-                d(&f.write, |x| Some(x.lat_mean_ns)),
-                d(&f.read, |x| x.clat_p99_ns),
-                d(&f.write, |x| x.clat_p99_ns),
-            ],
-        )
-        .map_err(sql)?;
-        let id = tx.last_insert_rowid();
+        for (id, label, w) in cases {
+            let n = tx
+                .execute(
+                    "INSERT OR IGNORE INTO cases (id, seq, kind, label, workload_json, rw, bs, iodepth, numjobs)
+                     VALUES (?1, ?2, 'imported', ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![id.0, seq, label, serde_json::to_string(w)?, w.rw.to_string(), w.bs.0 as i64, w.iodepth, w.numjobs],
+                )
+                .map_err(sql)?;
+            seq += n as i64;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Write a raw file: temp file, then rename into place (fsynced first when `sync`).
+    /// Callers have checked that no committed result owns this name; a file left by an
+    /// interrupted commit (no index row) is an orphan and may be replaced.
+    fn write_raw(&self, name: &str, bytes: &[u8], sync: bool) -> Result<()> {
+        let path = self.dir.join("raw").join(name);
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        let tmp = self.dir.join("raw").join(format!(".{name}.tmp"));
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(bytes).map_err(io)?;
+        if sync {
+            f.sync_all().map_err(io)?;
+        }
+        std::fs::rename(&tmp, &path).map_err(io)
+    }
+
+    fn has_result(&self, r: &NewResult) -> Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM results WHERE case_id = ?1 AND repetition = ?2 AND target = ?3)",
+                params![r.case_id.0, r.repetition, r.target],
+                |row| row.get(0),
+            )
+            .map_err(|e| self.sql(e))
+    }
+
+    fn raw_files(&self, r: &NewResult, sync: bool) -> Result<String> {
+        let base = format!("{}-r{}-{}", r.case_id, r.repetition, r.target);
+        let raw_file = format!("{base}.json");
+        self.write_raw(&raw_file, &r.raw_json, sync)?;
+        for (name, bytes) in &r.logs {
+            self.write_raw(&format!("{base}-{name}"), bytes, sync)?;
+        }
+        Ok(raw_file)
+    }
+
+    /// Commit one result: raw files first (fsynced), then the index row, in one transaction.
+    pub fn commit_result(&mut self, r: &NewResult) -> Result<i64> {
+        if self.has_result(r)? {
+            return Err(StoreError::ResultExists {
+                case: r.case_id.clone(),
+                repetition: r.repetition,
+                target: r.target.clone(),
+            });
+        }
+        let raw_file = self.raw_files(r, true)?;
+        let path = self.dir.join(DB);
+        let sql = |source| StoreError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let id = insert_result(&tx, r, &raw_file).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(id)
+    }
+
+    /// Commit many results at once (import): raw files are written, the file system is
+    /// synced once, then every row goes in one transaction. Each result gets its own
+    /// outcome; one already stored is refused without stopping the others.
+    pub fn commit_batch(&mut self, results: &[NewResult]) -> Result<Vec<Result<i64>>> {
+        let mut written: Vec<Result<String>> = Vec::with_capacity(results.len());
+        for r in results {
+            written.push(if self.has_result(r)? {
+                Err(StoreError::ResultExists {
+                    case: r.case_id.clone(),
+                    repetition: r.repetition,
+                    target: r.target.clone(),
+                })
+            } else {
+                self.raw_files(r, false)
+            });
+        }
+        sync_filesystem(&self.dir.join("raw"))?;
+        let path = self.dir.join(DB);
+        let sql = |source| StoreError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let mut ids = Vec::with_capacity(results.len());
+        for (r, w) in results.iter().zip(written) {
+            ids.push(match w {
+                Ok(raw_file) => insert_result(&tx, r, &raw_file).map_err(sql),
+                Err(e) => Err(e),
+            });
+        }
+        tx.commit().map_err(sql)?;
+        Ok(ids)
     }
 
     /// Every (case, repetition) with a result, for `--resume`.
@@ -517,4 +536,58 @@ impl Store {
     pub fn raw_path(&self, r: &StoredResult) -> PathBuf {
         self.dir.join("raw").join(&r.raw_file)
     }
+}
+
+/// Flush everything written under `dir` to stable storage with one `syncfs(2)`.
+fn sync_filesystem(dir: &Path) -> Result<()> {
+    let io = |source| StoreError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let f = std::fs::File::open(dir).map_err(io)?;
+    // SAFETY: syncfs only reads the descriptor, which `f` keeps open for the call.
+    let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) };
+    if rc != 0 {
+        return Err(io(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+fn insert_result(
+    tx: &rusqlite::Transaction,
+    r: &NewResult,
+    raw_file: &str,
+) -> rusqlite::Result<i64> {
+    let f = &r.figures;
+    let d =
+        |dir: &Option<raidlab_core::DirectionFigures>,
+         g: fn(&raidlab_core::DirectionFigures) -> Option<f64>| dir.as_ref().and_then(g);
+    let json = |v: serde_json::Result<String>| {
+        v.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    };
+    tx.execute(
+        "INSERT INTO results (case_id, repetition, target, figures_json, environment_json, raw_file, source, started_unix, wall_ns,
+                              read_iops, write_iops, read_bw, write_bw, read_lat_mean_ns, write_lat_mean_ns, read_p99_ns, write_p99_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        params![
+            r.case_id.0,
+            r.repetition,
+            r.target,
+            json(serde_json::to_string(f))?,
+            json(serde_json::to_string(&r.environment))?,
+            raw_file,
+            r.source,
+            r.started_unix,
+            r.wall_ns as i64,
+            d(&f.read, |x| Some(x.iops)),
+            d(&f.write, |x| Some(x.iops)),
+            d(&f.read, |x| Some(x.bw_bytes_s)),
+            d(&f.write, |x| Some(x.bw_bytes_s)),
+            d(&f.read, |x| Some(x.lat_mean_ns)),
+            d(&f.write, |x| Some(x.lat_mean_ns)),
+            d(&f.read, |x| x.clat_p99_ns),
+            d(&f.write, |x| x.clat_p99_ns),
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
 }

@@ -108,10 +108,36 @@ fn imported_cases_have_no_array() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::create(dir.path(), &meta()).unwrap();
     let w = plan().cases()[0].workload.clone();
-    s.add_imported_case(&CaseId::from_key("a/b.json"), "a", &w)
+    s.add_imported_cases(&[(CaseId::from_key("a/b.json"), "a".into(), w.clone())])
         .unwrap();
     let rows = s.all_case_rows().unwrap();
     assert_eq!(rows.len(), 1);
     assert!(rows[0].case.is_none());
     assert_eq!(rows[0].workload, w);
+}
+
+#[test]
+fn a_batch_commits_each_result_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan();
+    let mut s = Store::create(dir.path(), &meta()).unwrap();
+    s.add_cases(p.cases()).unwrap();
+    let (a, b) = (&p.cases()[0].id, &p.cases()[1].id);
+    s.commit_result(&result(a, 1, b"first")).unwrap();
+    let out = s
+        .commit_batch(&[
+            result(a, 1, b"again"),
+            result(b, 1, b"new"),
+            result(b, 2, b"new2"),
+        ])
+        .unwrap();
+    assert!(matches!(out[0], Err(StoreError::ResultExists { .. })));
+    assert!(out[1].is_ok() && out[2].is_ok());
+    let results = s.results().unwrap();
+    assert_eq!(results.len(), 3);
+    assert_eq!(
+        std::fs::read(s.raw_path(&results[0])).unwrap(),
+        b"first",
+        "a stored result is never rewritten"
+    );
 }
