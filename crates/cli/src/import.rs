@@ -127,9 +127,28 @@ pub fn import(a: ImportArgs) -> Result<()> {
     // Batches: one file-system sync and one transaction per thousand files.
     for chunk in files.chunks(1000) {
         let (mut cases, mut results, mut paths) = (Vec::new(), Vec::new(), Vec::new());
-        for path in chunk {
-            let rel = path.strip_prefix(&a.source).unwrap_or(path);
-            match read_one(path, rel) {
+        // Reading and parsing are independent per file: spread them over the cores.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let parsed: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunk
+                .chunks(chunk.len().div_ceil(threads))
+                .map(|part| {
+                    s.spawn(|| {
+                        part.iter()
+                            .map(|path| {
+                                read_one(path, path.strip_prefix(&a.source).unwrap_or(path))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("reader thread"))
+                .collect()
+        });
+        for (path, one) in chunk.iter().zip(parsed) {
+            match one {
                 Ok((case, result)) => {
                     cases.push(case);
                     results.push(result);

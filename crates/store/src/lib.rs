@@ -335,21 +335,24 @@ impl Store {
         tx.commit().map_err(sql)
     }
 
-    /// Write a raw file: temp file, then rename into place (fsynced first when `sync`).
-    /// Callers have checked that no committed result owns this name; a file left by an
-    /// interrupted commit (no index row) is an orphan and may be replaced.
+    /// Write a raw file. Callers have checked that no committed result owns this name, so
+    /// a file already there is an orphan of an interrupted commit and may be replaced.
+    /// With `sync`, the file is written under a temporary name, fsynced and renamed into
+    /// place; without, it is written in place and the caller syncs the file system before
+    /// indexing it (a torn file is then an orphan with no index row).
     fn write_raw(&self, name: &str, bytes: &[u8], sync: bool) -> Result<()> {
         let path = self.dir.join("raw").join(name);
         let io = |source| StoreError::Io {
             path: path.clone(),
             source,
         };
+        if !sync {
+            return std::fs::write(&path, bytes).map_err(io);
+        }
         let tmp = self.dir.join("raw").join(format!(".{name}.tmp"));
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
         f.write_all(bytes).map_err(io)?;
-        if sync {
-            f.sync_all().map_err(io)?;
-        }
+        f.sync_all().map_err(io)?;
         std::fs::rename(&tmp, &path).map_err(io)
     }
 
