@@ -3,67 +3,32 @@
 //! `DIR/raidlab.sqlite` indexes cases, results and environments (schema versioned, with
 //! migrations); `DIR/raw/` keeps fio's JSON and logs byte for byte. A result is written
 //! raw-file first (fsynced, then renamed into place) and then indexed in one transaction,
-//! the moment its case ends. Nothing is ever overwritten: a (case, repetition, target)
-//! that already has a result is refused, and so is creating a store where one exists.
+//! the moment its case ends, so a crash loses at most the case that was running and
+//! `--resume` picks up from the index. Nothing is ever overwritten: a (case, repetition,
+//! target) that already has a result is refused, and so is creating a store where one
+//! exists.
 
-use raidlab_core::{Case, CaseId, Figures, Workload};
-use rusqlite::{params, Connection, OptionalExtension};
-use std::collections::BTreeSet;
-use std::io::Write;
+mod error;
+mod raw;
+mod schema;
+
+pub use error::{Result, StoreError};
+pub use schema::SCHEMA_VERSION;
+
+use error::{io, sql};
+use raidlab_core::{Case, CaseId, DirectionFigures, Figures, Workload};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-const DB: &str = "raidlab.sqlite";
+/// The index's file name inside a store directory.
+pub const DB_FILE: &str = "raidlab.sqlite";
+/// The raw files' directory inside a store directory.
+pub const RAW_DIR: &str = "raw";
 
-/// Schema migrations, in order; the store's version is the number applied.
-const MIGRATIONS: &[&str] = &[
-    // 1: the first schema.
-    "CREATE TABLE experiment (name TEXT NOT NULL, plan_path TEXT, plan_text TEXT, target TEXT NOT NULL,
-                              created_unix INTEGER NOT NULL, raidlab_version TEXT NOT NULL);
-     CREATE TABLE cases (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
-                         config_json TEXT, workload_json TEXT NOT NULL,
-                         engine TEXT, level TEXT, layout TEXT, chunk_kib INTEGER, disks INTEGER, filesystem TEXT,
-                         rw TEXT NOT NULL, bs INTEGER NOT NULL, iodepth INTEGER NOT NULL, numjobs INTEGER NOT NULL);
-     CREATE TABLE results (id INTEGER PRIMARY KEY, case_id TEXT NOT NULL REFERENCES cases(id), repetition INTEGER NOT NULL,
-                           target TEXT NOT NULL, figures_json TEXT NOT NULL, environment_json TEXT NOT NULL,
-                           raw_file TEXT NOT NULL, source TEXT, started_unix INTEGER NOT NULL, wall_ns INTEGER NOT NULL,
-                           read_iops REAL, write_iops REAL, read_bw REAL, write_bw REAL,
-                           read_lat_mean_ns REAL, write_lat_mean_ns REAL, read_p99_ns REAL, write_p99_ns REAL,
-                           UNIQUE(case_id, repetition, target));",
-];
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{0} is not a raidlab store (no raidlab.sqlite): run `raidlab run PLAN --out DIR` or `raidlab import` first")]
-    NotAStore(PathBuf),
-    #[error("{0} already holds a raidlab store; nothing is overwritten: use `--resume` to continue it or choose another directory")]
-    Exists(PathBuf),
-    #[error("{path} was written by a newer raidlab (schema {found}, this build knows {known}): upgrade raidlab to read it")]
-    Newer {
-        path: PathBuf,
-        found: i64,
-        known: i64,
-    },
-    #[error("case {case} repetition {repetition} on {target} already has a result; results are never rewritten")]
-    ResultExists {
-        case: CaseId,
-        repetition: u32,
-        target: String,
-    },
-    #[error("store database {path}: {source}")]
-    Sql {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("store file {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("store data: {0}")]
-    Data(#[from] serde_json::Error),
-}
-
-pub type Result<T> = std::result::Result<T, StoreError>;
+/// A result's row id in the index.
+pub type ResultId = i64;
 
 /// About the experiment as a whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +50,7 @@ pub struct NewResult {
     pub figures: Figures,
     /// fio's output, stored byte for byte.
     pub raw_json: Vec<u8>,
-    /// Extra raw files (fio logs) by name.
+    /// Extra raw files (fio logs) by name, stored byte for byte.
     pub logs: Vec<(String, Vec<u8>)>,
     pub environment: serde_json::Value,
     pub started_unix: i64,
@@ -97,12 +62,13 @@ pub struct NewResult {
 /// A stored result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredResult {
-    pub id: i64,
+    pub id: ResultId,
     pub case_id: CaseId,
     pub repetition: u32,
     pub target: String,
     pub figures: Figures,
     pub environment: serde_json::Value,
+    /// fio's JSON, relative to `raw/` (see [`Store::raw_path`]).
     pub raw_file: String,
     pub source: Option<String>,
     pub started_unix: i64,
@@ -118,151 +84,137 @@ pub struct CaseRow {
     pub label: String,
 }
 
+/// An open store directory.
+#[derive(Debug)]
 pub struct Store {
     dir: PathBuf,
     conn: Connection,
 }
 
 impl Store {
-    /// Create a new store in `dir` (made if missing). Refuses a directory that has one.
+    /// Create a new store in `dir` (made if missing). Refuses a directory that already
+    /// holds one, so two runs never overwrite each other. The index is built complete
+    /// under a temporary name and renamed onto a name claimed with `create_new`, so a
+    /// store appears whole or not at all, and of two racing creators one gets `Exists`.
     pub fn create(dir: &Path, meta: &ExperimentMeta) -> Result<Store> {
-        if dir.join(DB).exists() {
+        let db = dir.join(DB_FILE);
+        if db.exists() {
             return Err(StoreError::Exists(dir.to_path_buf()));
         }
-        let io = |source| StoreError::Io {
-            path: dir.to_path_buf(),
-            source,
-        };
-        std::fs::create_dir_all(dir.join("raw")).map_err(io)?;
-        let mut store = Store::connect(dir)?;
-        store.migrate()?;
-        store
-            .conn
-            .execute(
-                "INSERT INTO experiment VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    meta.name,
-                    meta.plan_path,
-                    meta.plan_text,
-                    meta.target,
-                    meta.created_unix,
-                    meta.raidlab_version
-                ],
-            )
-            .map_err(|e| store.sql(e))?;
-        Ok(store)
+        let raw = dir.join(RAW_DIR);
+        std::fs::create_dir_all(&raw).map_err(io(&raw))?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&db)
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::Exists(dir.to_path_buf()))
+            }
+            other => drop(other.map_err(io(&db))?),
+        }
+        let tmp = dir.join(format!(".{DB_FILE}.{}.creating", std::process::id()));
+        let built = build(&tmp, meta).and_then(|()| std::fs::rename(&tmp, &db).map_err(io(&db)));
+        if let Err(e) = built {
+            // Both files are ours: the claim is still empty and the build incomplete.
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(&db);
+            return Err(e);
+        }
+        raw::sync_dir(dir)?;
+        Store::open(dir)
     }
 
-    /// Open an existing store.
+    /// Open an existing store (for resume, report, import into it), migrating its schema
+    /// if it is older than this build's.
     pub fn open(dir: &Path) -> Result<Store> {
-        if !dir.join(DB).exists() {
-            return Err(StoreError::NotAStore(dir.to_path_buf()));
+        let db = dir.join(DB_FILE);
+        match std::fs::metadata(&db) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotAStore(dir.to_path_buf()))
+            }
+            Err(e) => return Err(io(&db)(e)),
+            Ok(m) if m.len() == 0 => {
+                return Err(StoreError::Damaged {
+                    path: db,
+                    what: "empty: the run creating it was interrupted, or is still running".into(),
+                })
+            }
+            Ok(_) => {}
         }
-        let mut store = Store::connect(dir)?;
-        store.migrate()?;
-        Ok(store)
-    }
-
-    /// Open the store in `dir`, or create it.
-    pub fn open_or_create(dir: &Path, meta: &ExperimentMeta) -> Result<Store> {
-        if dir.join(DB).exists() {
-            Store::open(dir)
-        } else {
-            Store::create(dir, meta)
-        }
-    }
-
-    fn connect(dir: &Path) -> Result<Store> {
-        let path = dir.join(DB);
-        let conn = Connection::open(&path).map_err(|source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        })?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
-        )
-        .map_err(|source| StoreError::Sql { path, source })?;
+        let flags = OpenFlags::default().difference(OpenFlags::SQLITE_OPEN_CREATE);
+        let mut conn = Connection::open_with_flags(&db, flags).map_err(sql(&db))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(sql(&db))?;
+        conn.execute_batch("PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;")
+            .map_err(sql(&db))?;
+        schema::migrate(&mut conn, &db)?;
+        conn.execute_batch("PRAGMA journal_mode=WAL;")
+            .map_err(sql(&db))?;
         Ok(Store {
             dir: dir.to_path_buf(),
             conn,
         })
     }
 
-    fn sql(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sql {
-            path: self.dir.join(DB),
-            source,
+    /// Open the store in `dir`, or create it with `meta` (for `--resume` and import).
+    pub fn open_or_create(dir: &Path, meta: &ExperimentMeta) -> Result<Store> {
+        if !dir.join(DB_FILE).exists() {
+            return Store::create(dir, meta);
         }
-    }
-
-    /// Bring the schema up to date; refuse one newer than this build.
-    fn migrate(&mut self) -> Result<()> {
-        let known = MIGRATIONS.len() as i64;
-        self.conn
-            .execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            .map_err(|e| self.sql(e))?;
-        let version: i64 = self
-            .conn
-            .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.sql(e))?
-            .unwrap_or(0);
-        if version > known {
-            return Err(StoreError::Newer {
-                path: self.dir.join(DB),
-                found: version,
-                known,
-            });
+        let store = Store::open(dir)?;
+        if store.meta_row()?.is_none() {
+            // A store from before creation was atomic, interrupted before its record.
+            insert_meta(&store.conn, meta).map_err(sql(&store.db()))?;
         }
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            let path = self.dir.join(DB);
-            let tx = self.conn.transaction().map_err(|source| StoreError::Sql {
-                path: path.clone(),
-                source,
-            })?;
-            tx.execute_batch(m).map_err(|source| StoreError::Sql {
-                path: path.clone(),
-                source,
-            })?;
-            tx.execute("DELETE FROM schema_version", [])
-                .map_err(|source| StoreError::Sql {
-                    path: path.clone(),
-                    source,
-                })?;
-            tx.execute("INSERT INTO schema_version VALUES (?1)", [i as i64 + 1])
-                .map_err(|source| StoreError::Sql {
-                    path: path.clone(),
-                    source,
-                })?;
-            tx.commit()
-                .map_err(|source| StoreError::Sql { path, source })?;
-        }
-        Ok(())
+        Ok(store)
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    fn db(&self) -> PathBuf {
+        self.dir.join(DB_FILE)
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sql {
+            path: self.db(),
+            source,
+        }
+    }
+
+    /// The schema version of the open store (always [`SCHEMA_VERSION`] once opened).
     pub fn schema_version(&self) -> Result<i64> {
+        schema::version(&self.conn, &self.db())
+    }
+
+    fn meta_row(&self) -> Result<Option<ExperimentMeta>> {
         self.conn
-            .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+            .query_row(
+                "SELECT name, plan_path, plan_text, target, created_unix, raidlab_version FROM experiment",
+                [],
+                |r| {
+                    Ok(ExperimentMeta {
+                        name: r.get(0)?,
+                        plan_path: r.get(1)?,
+                        plan_text: r.get(2)?,
+                        target: r.get(3)?,
+                        created_unix: r.get(4)?,
+                        raidlab_version: r.get(5)?,
+                    })
+                },
+            )
+            .optional()
             .map_err(|e| self.sql(e))
     }
 
     pub fn meta(&self) -> Result<ExperimentMeta> {
-        self.conn
-            .query_row("SELECT name, plan_path, plan_text, target, created_unix, raidlab_version FROM experiment", [], |r| {
-                Ok(ExperimentMeta {
-                    name: r.get(0)?,
-                    plan_path: r.get(1)?,
-                    plan_text: r.get(2)?,
-                    target: r.get(3)?,
-                    created_unix: r.get(4)?,
-                    raidlab_version: r.get(5)?,
-                })
-            })
-            .map_err(|e| self.sql(e))
+        self.meta_row()?.ok_or_else(|| StoreError::Damaged {
+            path: self.db(),
+            what: "no experiment record".into(),
+        })
     }
 
     fn next_seq(&self) -> Result<i64> {
@@ -273,21 +225,19 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
-    /// Register cases (idempotent by id).
+    /// Register a plan's cases, in one transaction (idempotent by case id: a case already
+    /// registered keeps its place in the order).
     pub fn add_cases(&mut self, cases: &[Case]) -> Result<()> {
         let mut seq = self.next_seq()?;
-        let path = self.dir.join(DB);
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
+        let db = self.db();
+        let tx = self.conn.transaction().map_err(sql(&db))?;
         for c in cases {
-            let a = &c.array;
-            let w = &c.workload;
+            let (a, w) = (&c.array, &c.workload);
             let n = tx
                 .execute(
-                    "INSERT OR IGNORE INTO cases VALUES (?1, ?2, 'plan', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                    "INSERT OR IGNORE INTO cases (id, seq, kind, label, config_json, workload_json,
+                         engine, level, layout, chunk_kib, disks, filesystem, rw, bs, iodepth, numjobs)
+                     VALUES (?1, ?2, 'plan', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                     params![
                         c.id.0,
                         seq,
@@ -306,22 +256,28 @@ impl Store {
                         w.numjobs
                     ],
                 )
-                .map_err(sql)?;
+                .map_err(sql(&db))?;
             seq += n as i64;
         }
-        tx.commit().map_err(sql)
+        tx.commit().map_err(sql(&db))
     }
 
-    /// Register imported cases — workloads without an array — in one transaction
-    /// (idempotent by id).
+    /// Register one imported case: a workload without an array (array columns NULL,
+    /// `kind = 'imported'`). Idempotent by id.
+    pub fn add_imported_case(
+        &mut self,
+        id: &CaseId,
+        label: &str,
+        workload: &Workload,
+    ) -> Result<()> {
+        self.add_imported_cases(&[(id.clone(), label.to_string(), workload.clone())])
+    }
+
+    /// Register imported cases in one transaction (idempotent by id).
     pub fn add_imported_cases(&mut self, cases: &[(CaseId, String, Workload)]) -> Result<()> {
         let mut seq = self.next_seq()?;
-        let path = self.dir.join(DB);
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
+        let db = self.db();
+        let tx = self.conn.transaction().map_err(sql(&db))?;
         for (id, label, w) in cases {
             let n = tx
                 .execute(
@@ -329,109 +285,110 @@ impl Store {
                      VALUES (?1, ?2, 'imported', ?3, ?4, ?5, ?6, ?7, ?8)",
                     params![id.0, seq, label, serde_json::to_string(w)?, w.rw.to_string(), w.bs.0 as i64, w.iodepth, w.numjobs],
                 )
-                .map_err(sql)?;
+                .map_err(sql(&db))?;
             seq += n as i64;
         }
-        tx.commit().map_err(sql)
+        tx.commit().map_err(sql(&db))
     }
 
-    /// Write a raw file. Callers have checked that no committed result owns this name, so
-    /// a file already there is an orphan of an interrupted commit and may be replaced.
-    /// With `sync`, the file is written under a temporary name, fsynced and renamed into
-    /// place; without, it is written in place and the caller syncs the file system before
-    /// indexing it (a torn file is then an orphan with no index row).
-    fn write_raw(&self, name: &str, bytes: &[u8], sync: bool) -> Result<()> {
-        let path = self.dir.join("raw").join(name);
-        let io = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        if !sync {
-            return std::fs::write(&path, bytes).map_err(io);
+    /// Whether `r` may be committed: names are safe, its case is registered, and no result
+    /// exists for its (case, repetition, target) — neither stored nor earlier in `batch`.
+    fn check(&self, r: &NewResult, batch: &mut HashSet<(String, u32, String)>) -> Result<()> {
+        raw::check_key(&r.case_id.0, &r.target)?;
+        let mut names = HashSet::new();
+        for (name, _) in &r.logs {
+            raw::check_log_name(name)?;
+            if !names.insert(name.as_str()) {
+                return Err(StoreError::BadName {
+                    what: "duplicate log name",
+                    name: name.clone(),
+                });
+            }
         }
-        let tmp = self.dir.join("raw").join(format!(".{name}.tmp"));
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(bytes).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)
-    }
-
-    fn has_result(&self, r: &NewResult) -> Result<bool> {
-        self.conn
-            .query_row(
+        let known: bool = self
+            .conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM cases WHERE id = ?1)")
+            .and_then(|mut st| st.query_row([&r.case_id.0], |row| row.get(0)))
+            .map_err(|e| self.sql(e))?;
+        if !known {
+            return Err(StoreError::UnknownCase(r.case_id.clone()));
+        }
+        let stored: bool = self
+            .conn
+            .prepare_cached(
                 "SELECT EXISTS(SELECT 1 FROM results WHERE case_id = ?1 AND repetition = ?2 AND target = ?3)",
-                params![r.case_id.0, r.repetition, r.target],
-                |row| row.get(0),
             )
-            .map_err(|e| self.sql(e))
+            .and_then(|mut st| {
+                st.query_row(params![r.case_id.0, r.repetition, r.target], |row| row.get(0))
+            })
+            .map_err(|e| self.sql(e))?;
+        if stored || !batch.insert((r.case_id.0.clone(), r.repetition, r.target.clone())) {
+            return Err(exists(r));
+        }
+        Ok(())
     }
 
-    fn raw_files(&self, r: &NewResult, sync: bool) -> Result<String> {
-        let base = format!("{}-r{}-{}", r.case_id, r.repetition, r.target);
-        let raw_file = format!("{base}.json");
-        self.write_raw(&raw_file, &r.raw_json, sync)?;
-        for (name, bytes) in &r.logs {
-            self.write_raw(&format!("{base}-{name}"), bytes, sync)?;
-        }
-        Ok(raw_file)
-    }
-
-    /// Commit one result: raw files first (fsynced), then the index row, in one transaction.
-    pub fn commit_result(&mut self, r: &NewResult) -> Result<i64> {
-        if self.has_result(r)? {
-            return Err(StoreError::ResultExists {
-                case: r.case_id.clone(),
-                repetition: r.repetition,
-                target: r.target.clone(),
-            });
-        }
-        let raw_file = self.raw_files(r, true)?;
-        let path = self.dir.join(DB);
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
+    /// Write a checked result's raw files; returns the JSON's name. Any file already at
+    /// one of these names is an orphan (no row owns it) and is set aside, not replaced.
+    fn write_raw(&self, r: &NewResult, durable: bool) -> Result<String> {
+        let raw = self.dir.join(RAW_DIR);
+        let write = if durable {
+            raw::write_durable
+        } else {
+            raw::write_fast
         };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let id = insert_result(&tx, r, &raw_file).map_err(sql)?;
-        tx.commit().map_err(sql)?;
+        let stem = raw::stem(&r.case_id.0, r.repetition, &r.target);
+        let json = format!("{stem}.json");
+        write(&raw, &json, &r.raw_json)?;
+        for (name, bytes) in &r.logs {
+            write(&raw, &format!("{stem}-{name}"), bytes)?;
+        }
+        if durable {
+            raw::sync_dir(&raw)?;
+        }
+        Ok(json)
+    }
+
+    /// Commit one result the moment its case ends: raw files first (each fsynced, then
+    /// renamed into place, then `raw/` fsynced), then the index row in one transaction.
+    /// A (case, repetition, target) that already has a result is never rewritten:
+    /// `ResultExists`, and the stored row and raw files stay as they were.
+    pub fn commit_result(&mut self, r: &NewResult) -> Result<ResultId> {
+        self.check(r, &mut HashSet::new())?;
+        let raw_file = self.write_raw(r, true)?;
+        let db = self.db();
+        let tx = self.conn.transaction().map_err(sql(&db))?;
+        let id = insert_result(&tx, r, &raw_file).map_err(|e| insert_error(e, r, &db))?;
+        tx.commit().map_err(sql(&db))?;
         Ok(id)
     }
 
     /// Commit many results at once (import): raw files are written, the file system is
     /// synced once, then every row goes in one transaction. Each result gets its own
-    /// outcome; one already stored is refused without stopping the others.
-    pub fn commit_batch(&mut self, results: &[NewResult]) -> Result<Vec<Result<i64>>> {
-        let mut written: Vec<Result<String>> = Vec::with_capacity(results.len());
-        for r in results {
-            written.push(if self.has_result(r)? {
-                Err(StoreError::ResultExists {
-                    case: r.case_id.clone(),
-                    repetition: r.repetition,
-                    target: r.target.clone(),
-                })
-            } else {
-                self.raw_files(r, false)
-            });
-        }
-        sync_filesystem(&self.dir.join("raw"))?;
-        let path = self.dir.join(DB);
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(sql)?;
-        let mut ids = Vec::with_capacity(results.len());
-        for (r, w) in results.iter().zip(written) {
-            ids.push(match w {
-                Ok(raw_file) => insert_result(&tx, r, &raw_file).map_err(sql),
-                Err(e) => Err(e),
-            });
-        }
-        tx.commit().map_err(sql)?;
+    /// outcome; one already stored (or twice in the batch) is refused without stopping
+    /// the others.
+    pub fn commit_batch(&mut self, results: &[NewResult]) -> Result<Vec<Result<ResultId>>> {
+        let mut seen = HashSet::new();
+        let written: Vec<Result<String>> = results
+            .iter()
+            .map(|r| {
+                self.check(r, &mut seen)?;
+                self.write_raw(r, false)
+            })
+            .collect();
+        raw::sync_filesystem(&self.dir.join(RAW_DIR))?;
+        let db = self.db();
+        let tx = self.conn.transaction().map_err(sql(&db))?;
+        let ids = results
+            .iter()
+            .zip(written)
+            .map(|(r, w)| insert_result(&tx, r, &w?).map_err(|e| insert_error(e, r, &db)))
+            .collect();
+        tx.commit().map_err(sql(&db))?;
         Ok(ids)
     }
 
-    /// Every (case, repetition) with a result, for `--resume`.
+    /// Every (case, repetition) with a result on any target, for `--resume`.
     pub fn finished(&self) -> Result<BTreeSet<(CaseId, u32)>> {
         let mut st = self
             .conn
@@ -445,7 +402,7 @@ impl Store {
         Ok(rows)
     }
 
-    /// Every case in insertion order, imported ones included.
+    /// Every case in insertion order, imported ones (with `case: None`) included.
     pub fn all_case_rows(&self) -> Result<Vec<CaseRow>> {
         let mut st = self
             .conn
@@ -477,13 +434,15 @@ impl Store {
             .collect())
     }
 
-    /// Every result, in case order then repetition.
+    /// Every result, in case insertion order, then repetition, then target.
     pub fn results(&self) -> Result<Vec<StoredResult>> {
         let mut st = self
             .conn
             .prepare(
-                "SELECT r.id, r.case_id, r.repetition, r.target, r.figures_json, r.environment_json, r.raw_file, r.source, r.started_unix, r.wall_ns
-                 FROM results r JOIN cases c ON c.id = r.case_id ORDER BY c.seq, r.repetition, r.target",
+                "SELECT r.id, r.case_id, r.repetition, r.target, r.figures_json, r.environment_json,
+                        r.raw_file, r.source, r.started_unix, r.wall_ns
+                 FROM results r LEFT JOIN cases c ON c.id = r.case_id
+                 ORDER BY c.seq, r.repetition, r.target, r.id",
             )
             .map_err(|e| self.sql(e))?;
         type Raw = (
@@ -536,61 +495,95 @@ impl Store {
             .collect()
     }
 
+    /// Where a stored result's fio JSON is; its logs sit beside it as
+    /// `<stem>-<name>`, the stem being `raw_file` without `.json`.
     pub fn raw_path(&self, r: &StoredResult) -> PathBuf {
-        self.dir.join("raw").join(&r.raw_file)
+        self.dir.join(RAW_DIR).join(&r.raw_file)
     }
 }
 
-/// Flush everything written under `dir` to stable storage with one `syncfs(2)`.
-fn sync_filesystem(dir: &Path) -> Result<()> {
-    let io = |source| StoreError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let f = std::fs::File::open(dir).map_err(io)?;
-    // SAFETY: syncfs only reads the descriptor, which `f` keeps open for the call.
-    let rc = unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&f)) };
-    if rc != 0 {
-        return Err(io(std::io::Error::last_os_error()));
+/// Build a complete, fresh index at `path`: schema and experiment record.
+fn build(path: &Path, meta: &ExperimentMeta) -> Result<()> {
+    let _ = std::fs::remove_file(path); // a leftover of this process id's crashed create
+    let mut conn = Connection::open(path).map_err(sql(path))?;
+    conn.execute_batch("PRAGMA synchronous=FULL;")
+        .map_err(sql(path))?;
+    schema::migrate(&mut conn, path)?;
+    insert_meta(&conn, meta).map_err(sql(path))?;
+    conn.close().map_err(|(_, e)| sql(path)(e))
+}
+
+fn insert_meta(conn: &Connection, meta: &ExperimentMeta) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO experiment (name, plan_path, plan_text, target, created_unix, raidlab_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            meta.name,
+            meta.plan_path,
+            meta.plan_text,
+            meta.target,
+            meta.created_unix,
+            meta.raidlab_version
+        ],
+    )
+}
+
+fn exists(r: &NewResult) -> StoreError {
+    StoreError::ResultExists {
+        case: r.case_id.clone(),
+        repetition: r.repetition,
+        target: r.target.clone(),
     }
-    Ok(())
+}
+
+/// A UNIQUE violation on insert means another writer got there first: `ResultExists`.
+fn insert_error(e: rusqlite::Error, r: &NewResult, db: &Path) -> StoreError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE =>
+        {
+            exists(r)
+        }
+        _ => sql(db)(e),
+    }
 }
 
 fn insert_result(
     tx: &rusqlite::Transaction,
     r: &NewResult,
     raw_file: &str,
-) -> rusqlite::Result<i64> {
+) -> rusqlite::Result<ResultId> {
     let f = &r.figures;
-    let d =
-        |dir: &Option<raidlab_core::DirectionFigures>,
-         g: fn(&raidlab_core::DirectionFigures) -> Option<f64>| dir.as_ref().and_then(g);
+    let d = |dir: &Option<DirectionFigures>, g: fn(&DirectionFigures) -> Option<f64>| {
+        dir.as_ref().and_then(g)
+    };
     let json = |v: serde_json::Result<String>| {
         v.map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
     };
-    tx.execute(
-        "INSERT INTO results (case_id, repetition, target, figures_json, environment_json, raw_file, source, started_unix, wall_ns,
-                              read_iops, write_iops, read_bw, write_bw, read_lat_mean_ns, write_lat_mean_ns, read_p99_ns, write_p99_ns)
+    tx.prepare_cached(
+        "INSERT INTO results (case_id, repetition, target, figures_json, environment_json, raw_file, source,
+                              started_unix, wall_ns, read_iops, write_iops, read_bw, write_bw,
+                              read_lat_mean_ns, write_lat_mean_ns, read_p99_ns, write_p99_ns)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-        params![
-            r.case_id.0,
-            r.repetition,
-            r.target,
-            json(serde_json::to_string(f))?,
-            json(serde_json::to_string(&r.environment))?,
-            raw_file,
-            r.source,
-            r.started_unix,
-            r.wall_ns as i64,
-            d(&f.read, |x| Some(x.iops)),
-            d(&f.write, |x| Some(x.iops)),
-            d(&f.read, |x| Some(x.bw_bytes_s)),
-            d(&f.write, |x| Some(x.bw_bytes_s)),
-            d(&f.read, |x| Some(x.lat_mean_ns)),
-            d(&f.write, |x| Some(x.lat_mean_ns)),
-            d(&f.read, |x| x.clat_p99_ns),
-            d(&f.write, |x| x.clat_p99_ns),
-        ],
-    )?;
+    )?
+    .execute(params![
+        r.case_id.0,
+        r.repetition,
+        r.target,
+        json(serde_json::to_string(f))?,
+        json(serde_json::to_string(&r.environment))?,
+        raw_file,
+        r.source,
+        r.started_unix,
+        r.wall_ns as i64,
+        d(&f.read, |x| Some(x.iops)),
+        d(&f.write, |x| Some(x.iops)),
+        d(&f.read, |x| Some(x.bw_bytes_s)),
+        d(&f.write, |x| Some(x.bw_bytes_s)),
+        d(&f.read, |x| Some(x.lat_mean_ns)),
+        d(&f.write, |x| Some(x.lat_mean_ns)),
+        d(&f.read, |x| x.clat_p99_ns),
+        d(&f.write, |x| x.clat_p99_ns),
+    ])?;
     Ok(tx.last_insert_rowid())
 }
