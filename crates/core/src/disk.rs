@@ -161,7 +161,7 @@ pub fn presets() -> Vec<DiskModel> {
             "hdd-7200-16t-2019",
             "16 TB 7200 RPM enterprise SATA disk of 2019 (Seagate Exos X16 / Toshiba MG08 \
              class): 261–268 MB/s outer (datasheet; the 2019 seed measured 268), about half \
-             that inner; 8.5 ms average seek; SATA 6 Gb/s, NCQ 32, 256 MB cache.",
+             that inner; 8.5 ms average seek; 0.25 ms command overhead; SATA 6 Gb/s, NCQ 32, 256 MB cache.",
             HddParams {
                 capacity: Bytes(16_000_000_000_000),
                 rpm: 7200,
@@ -173,7 +173,7 @@ pub fn presets() -> Vec<DiskModel> {
                 avg_seek: ms(8.5),
                 full_stroke: ms(16.0),
                 write_settle: ms(0.25),
-                overhead: ms(0.15),
+                overhead: ms(0.25),
                 queue_depth: 32,
                 interface_mb_s: 600.0,
                 cache: Bytes::mib(256),
