@@ -11,8 +11,9 @@ use raidlab_core::{Case, Plan};
 use raidlab_store::{ExperimentMeta, NewResult, Store};
 use raidlab_target::Target;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 fn unix_now() -> i64 {
@@ -77,6 +78,14 @@ pub fn run(a: RunArgs) -> Result<()> {
         );
     }
 
+    // Ctrl-C / SIGTERM: take no new case, commit the ones in flight, write the report.
+    // A second signal ends the process at once (results already committed stay).
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+
     let pb = crate::progress::bar(todo.len() as u64, a.quiet);
     pb.set_message(format!("target {target_name}"));
     let next = AtomicUsize::new(0);
@@ -85,8 +94,11 @@ pub fn run(a: RunArgs) -> Result<()> {
     std::thread::scope(|s| -> Result<()> {
         for _ in 0..target.parallel().min(todo.len().max(1)) {
             let tx = tx.clone();
-            let (todo, next, target) = (&todo, &next, &target);
+            let (todo, next, target, stop) = (&todo, &next, &target, &stop);
             s.spawn(move || loop {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(case, rep)) = todo.get(i) else {
                     break;
@@ -143,6 +155,14 @@ pub fn run(a: RunArgs) -> Result<()> {
         out.display(),
         report.display()
     );
+    if stop.load(Ordering::SeqCst) {
+        bail!(
+            "interrupted: the results finished so far are stored in {}; continue with\n  raidlab run {} --resume --out {}",
+            out.display(),
+            a.plan.display(),
+            out.display()
+        );
+    }
     if !failures.is_empty() {
         bail!(
             "{} case(s) failed (the others are stored; fix and rerun with --resume):\n  {}",
