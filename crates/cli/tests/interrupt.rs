@@ -39,7 +39,7 @@ fn sigint_stops_cleanly_and_resume_completes() {
     std::fs::write(&plan, PLAN).unwrap();
     let out = dir.path().join("r");
     let bin = env!("CARGO_BIN_EXE_raidlab");
-    let mut child = Command::new(bin)
+    let child = Command::new(bin)
         .args([
             "run",
             plan.to_str().unwrap(),
