@@ -10,6 +10,7 @@
 //! transfer rates, a per-command controller overhead, a native command queue served
 //! shortest-positioning-time-first, and an optional volatile write cache.
 
+use crate::slab::Slab;
 use raidlab_core::disk::{DiskKind, DiskModel, HddParams, SsdParams, ThrottleParams};
 use raidlab_core::Nanos;
 use std::collections::VecDeque;
@@ -374,8 +375,7 @@ pub struct Ssd {
     p: SsdParams,
     busy_units: u32,
     waiting: VecDeque<(MemberOp, Nanos)>,
-    in_flight: Vec<Option<(MemberOp, Nanos)>>,
-    free_slots: Vec<usize>,
+    in_flight: Slab<(MemberOp, Nanos)>,
     pending: usize,
     last_end: u64,
     stats: DeviceStats,
@@ -387,8 +387,7 @@ impl Ssd {
             p: p.clone(),
             busy_units: 0,
             waiting: VecDeque::new(),
-            in_flight: Vec::new(),
-            free_slots: Vec::new(),
+            in_flight: Slab::new(),
             pending: 0,
             last_end: 0,
             stats: DeviceStats::default(),
@@ -406,16 +405,7 @@ impl Ssd {
         let service = Nanos(lat.0 + (op.len as f64 / per_unit_bytes_per_ns) as u64);
         self.busy_units += 1;
         self.stats.busy += service;
-        let slot = match self.free_slots.pop() {
-            Some(s) => {
-                self.in_flight[s] = Some((op, arrival));
-                s
-            }
-            None => {
-                self.in_flight.push(Some((op, arrival)));
-                self.in_flight.len() - 1
-            }
-        };
+        let slot = self.in_flight.insert((op, arrival));
         out.wakes.push((now + service, slot as u64));
     }
 
@@ -430,9 +420,7 @@ impl Ssd {
     }
 
     fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
-        let slot = token as usize;
-        let (op, arrival) = self.in_flight[slot].take().expect("slot in flight");
-        self.free_slots.push(slot);
+        let (op, arrival) = self.in_flight.remove(token as u32);
         self.busy_units -= 1;
         self.pending -= 1;
         count(&mut self.stats, &op, now - arrival);
@@ -456,8 +444,7 @@ pub struct Throttle {
     levels: [f64; 4],
     updated: Nanos,
     timer_armed: bool,
-    in_flight: Vec<Option<(MemberOp, Nanos)>>,
-    free_slots: Vec<usize>,
+    in_flight: Slab<(MemberOp, Nanos)>,
     pending: usize,
     last_end: u64,
     stats: DeviceStats,
@@ -473,8 +460,7 @@ impl Throttle {
             levels: [0.0; 4],
             updated: Nanos(0),
             timer_armed: false,
-            in_flight: Vec::new(),
-            free_slots: Vec::new(),
+            in_flight: Slab::new(),
             pending: 0,
             last_end: 0,
             stats: DeviceStats::default(),
@@ -540,16 +526,7 @@ impl Throttle {
             for (l, a) in self.levels.iter_mut().zip(adds) {
                 *l += a;
             }
-            let slot = match self.free_slots.pop() {
-                Some(s) => {
-                    self.in_flight[s] = Some((op, arrival));
-                    s
-                }
-                None => {
-                    self.in_flight.push(Some((op, arrival)));
-                    self.in_flight.len() - 1
-                }
-            };
+            let slot = self.in_flight.insert((op, arrival));
             self.stats.busy += self.p.latency;
             out.wakes.push((now + self.p.latency, slot as u64));
         }
@@ -570,10 +547,7 @@ impl Throttle {
             self.pump(now, out);
             return;
         }
-        let (op, arrival) = self.in_flight[token as usize]
-            .take()
-            .expect("slot in flight");
-        self.free_slots.push(token as usize);
+        let (op, arrival) = self.in_flight.remove(token as u32);
         self.pending -= 1;
         count(&mut self.stats, &op, now - arrival);
         out.done.push(op.tag);

@@ -8,6 +8,7 @@
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{plan_stripe, Geometry, Piece, ROW};
+use crate::slab::Slab;
 use raidlab_core::disk::DiskModel;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
@@ -82,40 +83,6 @@ struct StripeSlot {
     /// Stripe heads held by the write in flight, whether it was a full-stripe write, and
     /// whether it counts as a pre-reading stripe.
     flying: Option<(u64, bool, bool)>,
-}
-
-/// A slab: indices stay valid while the item lives, freed slots are reused.
-struct Slab<T> {
-    items: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Slab<T> {
-    fn new() -> Self {
-        Slab {
-            items: Vec::new(),
-            free: Vec::new(),
-        }
-    }
-    fn insert(&mut self, t: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = Some(t);
-                i
-            }
-            None => {
-                self.items.push(Some(t));
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    fn get(&mut self, i: u32) -> &mut T {
-        self.items[i as usize].as_mut().expect("live slab entry")
-    }
-    fn remove(&mut self, i: u32) -> T {
-        self.free.push(i);
-        self.items[i as usize].take().expect("live slab entry")
-    }
 }
 
 pub struct Engine {

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod fiojson;
 pub mod hist;
 pub mod md;
+mod slab;
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::{Bytes, Case};

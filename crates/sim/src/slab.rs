@@ -1,0 +1,42 @@
+//! A slab: a table whose indices stay valid while an item lives and are reused once it
+//! is removed. Host I/Os, md parts and in-flight device requests are all tracked by index,
+//! so the simulator's hot loop allocates nothing per I/O for bookkeeping.
+
+pub struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Slab<T> {
+    pub fn new() -> Self {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    pub fn insert(&mut self, t: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = Some(t);
+                i
+            }
+            None => {
+                self.items.push(Some(t));
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    pub fn get(&mut self, i: u32) -> &mut T {
+        self.items[i as usize].as_mut().expect("live slab entry")
+    }
+    pub fn remove(&mut self, i: u32) -> T {
+        self.free.push(i);
+        self.items[i as usize].take().expect("live slab entry")
+    }
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab::new()
+    }
+}
