@@ -778,8 +778,8 @@ impl<'a> Cx<'a> {
                                     disks: if *level == Level::Single { 1 } else { *n },
                                     filesystem: *fs,
                                     write_cache: write_cache.0,
-                                    bitmap: if engine == Engine::Md && level.has_chunk()
-                                        || *level == Level::Raid1
+                                    bitmap: if engine == Engine::Md
+                                        && (level.has_chunk() || *level == Level::Raid1)
                                     {
                                         bitmap.0
                                     } else {
@@ -1143,6 +1143,33 @@ size = "20g"
         )
         .unwrap();
         assert_eq!(p.cases().len(), 12);
+    }
+
+    #[test]
+    fn bitmaps_only_on_md_arrays_with_redundancy_or_chunks() {
+        let md =
+            parse(&SEED_2013.replace("write_cache = \"off\"", "bitmap = \"internal\"")).unwrap();
+        assert!(md
+            .cases()
+            .iter()
+            .all(|c| c.array.bitmap == Bitmap::Internal));
+        let btrfs = parse(
+            &SEED_2013
+                .replace("engine = \"md\"", "engine = \"btrfs\"")
+                .replace(
+                    "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                    "level = [\"raid1\"]",
+                )
+                .replace(
+                    "layout = []\nchunk = [\"512k\"]\nfilesystem = \"xfs\"",
+                    "bitmap = \"internal\"",
+                ),
+        )
+        .unwrap();
+        assert!(
+            btrfs.cases().iter().all(|c| c.array.bitmap == Bitmap::None),
+            "btrfs has no md bitmap"
+        );
     }
 
     #[test]
