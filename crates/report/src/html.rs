@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, nothing from
 //! the network) that opens offline and prints well.
 
-use crate::row::Row;
+use crate::row::{Row, TABLE_HEADINGS};
 use crate::svg::bar_chart;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -24,21 +24,10 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:first-child,th:f
 /// A chart: title, unit, and the figure it plots.
 type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 
-/// Workload key for grouping: `randwrite 4k qd4×1`.
-fn workload_key(r: &Row) -> String {
-    format!(
-        "{} {} qd{}×{}",
-        r.rw,
-        raidlab_core::Bytes(r.bs).to_fio(),
-        r.iodepth,
-        r.numjobs
-    )
-}
-
 pub fn render(rows: &[Row], title: &str) -> String {
     let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for r in rows {
-        groups.entry(workload_key(r)).or_default().push(r);
+        groups.entry(r.workload_label()).or_default().push(r);
     }
     let mut s = String::new();
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} — raidlab report</title><style>{CSS}</style></head><body><h1>{t}</h1>", t = esc(title));
@@ -114,25 +103,21 @@ pub fn render(rows: &[Row], title: &str) -> String {
         s.push_str("</div>");
     }
 
-    s.push_str("<h2>All cases</h2><table><tr><th>case</th><th>array</th><th>workload</th><th>target</th><th>read IOPS</th><th>write IOPS</th><th>read MiB/s</th><th>write MiB/s</th><th>read ms</th><th>write ms</th><th>write p99 ms</th><th>usable</th></tr>");
-    let f = |v: Option<f64>, d: usize| v.map(|x| format!("{x:.d$}")).unwrap_or_else(|| "–".into());
+    s.push_str("<h2>All cases</h2><table><tr>");
+    for h in TABLE_HEADINGS {
+        let _ = write!(s, "<th>{h}</th>");
+    }
+    s.push_str("</tr>");
     for r in rows {
-        let _ = write!(
-            s,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.case_id),
-            esc(&r.array_label),
-            esc(&workload_key(r)),
-            esc(&r.target),
-            f(r.read_iops, 1),
-            f(r.write_iops, 1),
-            f(r.read_bw_mib_s, 1),
-            f(r.write_bw_mib_s, 1),
-            f(r.read_lat_mean_ms, 2),
-            f(r.write_lat_mean_ms, 2),
-            f(r.write_lat_p99_ms, 2),
-            r.usable_fraction.map(|u| format!("{:.0} %", u * 100.0)).unwrap_or_else(|| "–".into()),
-        );
+        s.push_str("<tr>");
+        for (i, cell) in r.table_cells().iter().enumerate() {
+            if i == 0 {
+                let _ = write!(s, "<td><code>{}</code></td>", esc(cell));
+            } else {
+                let _ = write!(s, "<td>{}</td>", esc(cell));
+            }
+        }
+        s.push_str("</tr>");
     }
     s.push_str("</table></body></html>\n");
     s

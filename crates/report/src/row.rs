@@ -167,33 +167,67 @@ pub(crate) fn csv(rows: &[Row]) -> String {
     out
 }
 
+/// Headings of the human-readable table (Markdown and HTML).
+pub(crate) const TABLE_HEADINGS: [&str; 12] = [
+    "case",
+    "array",
+    "workload",
+    "target",
+    "read IOPS",
+    "write IOPS",
+    "read MiB/s",
+    "write MiB/s",
+    "read lat ms",
+    "write lat ms",
+    "write p99 ms",
+    "usable",
+];
+
 fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))
         .unwrap_or_else(|| "–".into())
 }
 
+impl Row {
+    /// `randwrite 4k qd4×1`.
+    pub fn workload_label(&self) -> String {
+        format!(
+            "{} {} qd{}×{}",
+            self.rw,
+            raidlab_core::Bytes(self.bs).to_fio(),
+            self.iodepth,
+            self.numjobs
+        )
+    }
+
+    /// The cells under [`TABLE_HEADINGS`], rounded for reading (exports keep full precision).
+    pub(crate) fn table_cells(&self) -> Vec<String> {
+        vec![
+            self.case_id.clone(),
+            self.array_label.clone(),
+            self.workload_label(),
+            self.target.clone(),
+            fmt(self.read_iops, 1),
+            fmt(self.write_iops, 1),
+            fmt(self.read_bw_mib_s, 1),
+            fmt(self.write_bw_mib_s, 1),
+            fmt(self.read_lat_mean_ms, 2),
+            fmt(self.write_lat_mean_ms, 2),
+            fmt(self.write_lat_p99_ms, 2),
+            self.usable_fraction
+                .map(|u| format!("{:.0} %", u * 100.0))
+                .unwrap_or_else(|| "–".into()),
+        ]
+    }
+}
+
 pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
-    let mut s = format!("# {title}\n\n");
-    s.push_str("| case | array | workload | read IOPS | write IOPS | read MiB/s | write MiB/s | read lat ms | write lat ms | write p99 ms |\n");
-    s.push_str("|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    let mut s = format!("# {title}\n\n| {} |\n", TABLE_HEADINGS.join(" | "));
+    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for r in rows {
-        let _ = writeln!(
-            s,
-            "| `{}` | {} | {} {} qd{}×{} | {} | {} | {} | {} | {} | {} | {} |",
-            r.case_id,
-            r.array_label,
-            r.rw,
-            raidlab_core::Bytes(r.bs).to_fio(),
-            r.iodepth,
-            r.numjobs,
-            fmt(r.read_iops, 1),
-            fmt(r.write_iops, 1),
-            fmt(r.read_bw_mib_s, 1),
-            fmt(r.write_bw_mib_s, 1),
-            fmt(r.read_lat_mean_ms, 2),
-            fmt(r.write_lat_mean_ms, 2),
-            fmt(r.write_lat_p99_ms, 2),
-        );
+        let mut cells = r.table_cells();
+        cells[0] = format!("`{}`", cells[0]);
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     s
 }
