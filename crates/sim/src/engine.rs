@@ -218,8 +218,7 @@ impl Engine {
         for (at, token) in out.wakes.drain(..) {
             self.schedule(at, Ev::Dev { disk, token });
         }
-        let done: Vec<u64> = out.done.drain(..).collect();
-        for tag in done {
+        for tag in out.done.drain(..) {
             self.op_done(tag as u32);
         }
     }
