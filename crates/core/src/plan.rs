@@ -231,9 +231,10 @@ impl<'a> Cx<'a> {
         let mut cases = Vec::new();
         let mut seen = BTreeSet::new();
         for (array, array_span) in &array_specs {
-            let usable = usable_bytes(array, member_size);
+            // Devices of unknown size (host target): the target checks when it probes them.
+            let sizes = member_size.map(|m| (m, usable_bytes(array, m)));
             for (w, w_span) in &workload_list {
-                if w.offset + w.size > usable {
+                if let Some((member, usable)) = sizes.filter(|(_, u)| w.offset + w.size > *u) {
                     return Err(self.err(
                         w_span.clone().or(array_span.clone()),
                         "workloads.size",
@@ -243,8 +244,8 @@ impl<'a> Cx<'a> {
                             array.label(),
                             array.disks,
                             disks.model.as_deref().unwrap_or("disks"),
-                            Bytes(usable.0),
-                            member_size
+                            usable,
+                            member
                         ),
                     ));
                 }
@@ -506,8 +507,9 @@ impl<'a> Cx<'a> {
         })
     }
 
-    /// The bytes of each member an array may use: the span, else the capacity.
-    fn member_size(&self, disks: &DiskSet, t: &Table) -> Result<Bytes, PlanError> {
+    /// The bytes of each member an array may use: the span, else the capacity; `None`
+    /// for real devices of unknown size.
+    fn member_size(&self, disks: &DiskSet, t: &Table) -> Result<Option<Bytes>, PlanError> {
         let capacity = disks.capacity.or_else(|| {
             disks
                 .model
@@ -522,10 +524,8 @@ impl<'a> Cx<'a> {
                 Some(s.to_fio()),
                 format!("is larger than the disk ({c}); use a span up to the capacity"),
             )),
-            (Some(s), _) => Ok(s),
-            (None, Some(c)) => Ok(c),
-            // Real devices of unknown size: the host target checks sizes when it probes them.
-            (None, None) => Ok(Bytes(u64::MAX / 4)),
+            (Some(s), _) => Ok(Some(s)),
+            (None, c) => Ok(c),
         }
     }
 
@@ -963,9 +963,6 @@ impl<'a> Cx<'a> {
 
 /// Usable bytes of the array given each member's usable size.
 pub fn usable_bytes(a: &ArraySpec, member: Bytes) -> Bytes {
-    if member.0 >= u64::MAX / 1024 {
-        return Bytes(u64::MAX / 4);
-    }
     let frac = a.capacity_fraction();
     Bytes(((member.0 as f64) * a.disks as f64 * frac) as u64)
 }
@@ -1170,6 +1167,16 @@ size = "20g"
             btrfs.cases().iter().all(|c| c.array.bitmap == Bitmap::None),
             "btrfs has no md bitmap"
         );
+    }
+
+    #[test]
+    fn real_devices_of_unknown_size_defer_the_size_check() {
+        let p = parse(
+            "name = \"h\"\n[disks]\ndevices = [\"/dev/a\", \"/dev/b\", \"/dev/c\"]\n[arrays]\nlevel = \"raid5\"\n[workloads]\nrw = \"randread\"\nsize = \"100t\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.cases().len(), 1);
+        assert_eq!(p.disks.count, 3);
     }
 
     #[test]
