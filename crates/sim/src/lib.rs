@@ -37,6 +37,8 @@ pub struct SimOutput {
     pub events: u64,
     /// Host I/Os completed.
     pub host_ios: u64,
+    /// The disk model simulated (the preset with the plan's overrides).
+    pub model: DiskModel,
 }
 
 /// The disk model a case asks for, with the plan's capacity override applied.
@@ -72,5 +74,6 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
         iops_log: fiojson::iops_log(case, &run),
         events: run.events,
         host_ios: run.read.ios + run.write.ios,
+        model,
     })
 }

@@ -57,7 +57,6 @@ impl Target for SimTarget {
         // Each repetition gets its own seed, derived so runs stay reproducible.
         let seed = self.seed.wrapping_add(repetition as u64 * 0x1000_0000_0001);
         let out = raidlab_sim::simulate(case, seed)?;
-        let model = raidlab_sim::resolve_model(case)?;
         Ok(CaseOutput {
             fio_json: out.fio_json.into_bytes(),
             logs: vec![("iops.log".into(), out.iops_log.into_bytes())],
@@ -65,7 +64,7 @@ impl Target for SimTarget {
                 "target": "sim",
                 "seed": seed,
                 "simulator": format!("raidlab-sim {}", env!("CARGO_PKG_VERSION")),
-                "disk_model": model,
+                "disk_model": out.model,
                 "events": out.events,
             }),
         })
