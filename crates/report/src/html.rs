@@ -14,7 +14,7 @@ fn esc(s: &str) -> String {
 
 const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:13px}\
-td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:first-child,th:first-child{text-align:left}\
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),th:nth-child(-n+4){text-align:left}\
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{width:520px;max-width:100%;border:1px solid #eee}\
 .ct{font-size:14px;text-anchor:middle;font-weight:600}.tick{font-size:10px;text-anchor:end;fill:#666}\
 .unit{font-size:11px;text-anchor:middle;fill:#444}.val{font-size:10px;text-anchor:middle}.lbl{font-size:10px}\
@@ -23,6 +23,22 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:first-child,th:f
 
 /// A chart: title, unit, and the figure it plots.
 type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
+
+/// The figure a workload is judged by: bandwidth for large blocks, IOPS for small ones,
+/// reads and writes together.
+fn headline(r: &Row) -> (f64, &'static str) {
+    if r.bs >= 128 * 1024 {
+        (
+            r.read_bw_mib_s.unwrap_or(0.0) + r.write_bw_mib_s.unwrap_or(0.0),
+            "MiB/s",
+        )
+    } else {
+        (
+            r.read_iops.unwrap_or(0.0) + r.write_iops.unwrap_or(0.0),
+            "IOPS",
+        )
+    }
+}
 
 pub fn render(rows: &[Row], title: &str) -> String {
     let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
@@ -47,19 +63,11 @@ pub fn render(rows: &[Row], title: &str) -> String {
 
     s.push_str("<h2>Summary</h2><ul>");
     for (key, rs) in &groups {
-        let score = |r: &&&Row| {
-            if r.bs >= 128 * 1024 {
-                r.read_bw_mib_s.unwrap_or(0.0) + r.write_bw_mib_s.unwrap_or(0.0)
-            } else {
-                r.read_iops.unwrap_or(0.0) + r.write_iops.unwrap_or(0.0)
-            }
-        };
-        if let Some(best) = rs.iter().max_by(|a, b| score(a).total_cmp(&score(b))) {
-            let (v, unit) = if best.bs >= 128 * 1024 {
-                (score(&best), "MiB/s")
-            } else {
-                (score(&best), "IOPS")
-            };
+        let best = rs
+            .iter()
+            .max_by(|a, b| headline(a).0.total_cmp(&headline(b).0));
+        if let Some(best) = best {
+            let (v, unit) = headline(best);
             let cap = best
                 .usable_fraction
                 .map(|f| {
