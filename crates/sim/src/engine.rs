@@ -69,6 +69,8 @@ struct Part {
 struct Pending {
     written: Vec<Vec<u64>>,
     set_bits: u64,
+    /// Bits when every row of every data unit is written: a full-stripe write.
+    full_bits: u64,
     rows: u64,
     hosts: Vec<u32>,
     gen: u64,
@@ -118,6 +120,14 @@ pub struct Engine {
     array_ios: [u64; 2],
     events: u64,
     out: Out,
+}
+
+/// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
+fn touched(chunk: u64, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)> {
+    (s / ROW..e.div_ceil(ROW)).map(move |r| {
+        let at = r * ROW;
+        ((at / chunk) as usize, ((at % chunk) / ROW) as usize)
+    })
 }
 
 fn stream(seed: u64, component: u64) -> ChaCha8Rng {
@@ -447,6 +457,7 @@ impl Engine {
         let pending = slot.open.get_or_insert_with(|| Pending {
             written: vec![vec![0; rows_per_chunk.div_ceil(64)]; dds],
             set_bits: 0,
+            full_bits: (rows_per_chunk * dds) as u64,
             rows: 0,
             hosts: Vec::new(),
             gen: 0,
@@ -454,29 +465,34 @@ impl Engine {
             delayed: false,
         });
         pending.rows += rows_needed;
-        let mut at = s - s % ROW;
-        while at < e {
-            let dd = (at / chunk) as usize;
-            let row = ((at % chunk) / ROW) as usize;
+        for (dd, row) in touched(chunk, s, e) {
             let word = &mut pending.written[dd][row / 64];
             if *word >> (row % 64) & 1 == 0 {
                 *word |= 1 << (row % 64);
                 pending.set_bits += 1;
             }
-            at += ROW;
         }
         pending.hosts.push(host);
-        let full = pending.set_bits == (rows_per_chunk * dds) as u64;
+        self.settle(stripe);
+    }
+
+    /// What an open stripe set does next: nothing while it waits on the delayed list; go out
+    /// now when it is full and no write of the stripe is in flight; else wait (one timer per
+    /// set, tagged with a fresh generation) for the rest of its data.
+    fn settle(&mut self, stripe: u64) {
+        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
         let flying = slot.flying.is_some();
-        if pending.delayed {
-            // Already waiting on the delayed list; it goes out with its batch.
-        } else if full && !flying {
+        let Some(p) = slot.open.as_mut() else { return };
+        if p.delayed {
+            return;
+        }
+        if p.set_bits == p.full_bits && !flying {
             self.flush(stripe);
-        } else if !pending.armed {
-            pending.armed = true;
+        } else if !p.armed {
+            p.armed = true;
             self.stripe_gen += 1;
-            pending.gen = self.stripe_gen;
-            let gen = pending.gen;
+            p.gen = self.stripe_gen;
+            let gen = p.gen;
             self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
         }
     }
@@ -496,11 +512,8 @@ impl Engine {
                 })
         };
         let mut rows = vec![false; rows_per_chunk as usize];
-        let mut at = s - s % ROW;
-        while at < e {
-            let row = (at % chunk) / ROW;
-            rows[row as usize] = true;
-            at += ROW;
+        for (_, row) in touched(chunk, s, e) {
+            rows[row] = true;
         }
         rows.iter()
             .enumerate()
@@ -589,22 +602,10 @@ impl Engine {
         if preread {
             self.preread_active -= 1;
         }
-        match slot.open.as_mut() {
-            Some(p) => {
-                let full = p.set_bits == (self.geo.chunk / ROW) * self.geo.data_disks() as u64;
-                if full {
-                    self.flush(stripe);
-                } else if !p.armed {
-                    p.armed = true;
-                    self.stripe_gen += 1;
-                    p.gen = self.stripe_gen;
-                    let gen = p.gen;
-                    self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
-                }
-            }
-            None => {
-                self.stripes.remove(&stripe);
-            }
+        if slot.open.is_some() {
+            self.settle(stripe);
+        } else {
+            self.stripes.remove(&stripe);
         }
         self.activate_delayed();
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
