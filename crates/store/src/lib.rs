@@ -262,18 +262,8 @@ impl Store {
         tx.commit().map_err(sql(&db))
     }
 
-    /// Register one imported case: a workload without an array (array columns NULL,
-    /// `kind = 'imported'`). Idempotent by id.
-    pub fn add_imported_case(
-        &mut self,
-        id: &CaseId,
-        label: &str,
-        workload: &Workload,
-    ) -> Result<()> {
-        self.add_imported_cases(&[(id.clone(), label.to_string(), workload.clone())])
-    }
-
-    /// Register imported cases in one transaction (idempotent by id).
+    /// Register imported cases — workloads without an array (array columns NULL,
+    /// `kind = 'imported'`) — in one transaction (idempotent by id).
     pub fn add_imported_cases(&mut self, cases: &[(CaseId, String, Workload)]) -> Result<()> {
         let mut seq = self.next_seq()?;
         let db = self.db();

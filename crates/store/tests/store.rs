@@ -210,8 +210,9 @@ fn imported_cases_have_no_array() {
     let w = p.cases()[0].workload.clone();
     let imported = CaseId::from_key("a/b.json");
     s.add_cases(&p.cases()[..1]).unwrap();
-    s.add_imported_case(&imported, "a/b", &w).unwrap();
-    s.add_imported_case(&imported, "a/b", &w).unwrap();
+    let case = (imported.clone(), "a/b".to_string(), w.clone());
+    s.add_imported_cases(std::slice::from_ref(&case)).unwrap();
+    s.add_imported_cases(&[case]).unwrap();
     let rows = s.all_case_rows().unwrap();
     assert_eq!(rows.len(), 2, "idempotent by id");
     assert_eq!(rows[0].case.as_ref(), Some(&p.cases()[0]));
