@@ -407,7 +407,16 @@ impl Drop for Server {
     }
 }
 
-/// Run `job` on every server in `--client` mode, retrying while the servers start.
+/// Entries in `client_stats` that belong to one server each (not the "All clients" sum).
+fn server_entries(text: &str) -> usize {
+    json(text)["client_stats"].as_array().map_or(0, |a| {
+        a.iter().filter(|c| c["jobname"] != "All clients").count()
+    })
+}
+
+/// Run `job` on every server in `--client` mode, retrying while the servers start: a run
+/// counts only when every server answered (fio still succeeds when one is not listening
+/// yet, with that server's stats missing).
 fn fio_clients(dir: &Path, servers: &[Server], job: &str) -> String {
     let mut args = vec!["--output-format=json".to_string()];
     for s in servers {
@@ -422,7 +431,10 @@ fn fio_clients(dir: &Path, servers: &[Server], job: &str) -> String {
             .output()
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
-        if out.status.success() && text.contains("client_stats") {
+        if out.status.success()
+            && text.contains("client_stats")
+            && server_entries(&text) == servers.len()
+        {
             return text;
         }
         last_err = String::from_utf8_lossy(&out.stderr).into_owned();
