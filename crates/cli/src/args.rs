@@ -33,6 +33,10 @@ pub enum Command {
     Sim(SimArgs),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
+    /// List block devices and whether the host target may use each, and why not.
+    Disks(DisksArgs),
+    /// Undo what an interrupted host run left behind (mounts, arrays, signatures, caches).
+    Cleanup(CleanupArgs),
     /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.
     Import(ImportArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
@@ -66,6 +70,32 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print every command each case would run (and, for --target host, each device's
+    /// verdict); run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Host target: devices with these serials may be erased although they hold data
+    /// (a file system, partition table or RAID signature). Nothing overrides the other
+    /// checks. Loop devices' serial is `loop:` + their backing file. See `raidlab disks`.
+    #[arg(long, value_delimiter = ',', value_name = "SERIAL")]
+    pub destroy_data_on: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DisksArgs {
+    /// Also say which devices a plan names (others are never touched).
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
+    /// Serials allowed to be erased, as for `run --destroy-data-on`.
+    #[arg(long, value_delimiter = ',', value_name = "SERIAL")]
+    pub destroy_data_on: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Results directories whose journal to replay [default: every one registered in
+    /// $RAIDLAB_STATE_DIR/active, by default /var/lib/raidlab/active].
+    pub dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

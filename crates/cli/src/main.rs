@@ -2,6 +2,7 @@
 //! on them. Each subcommand lives in its own module; the crates below do the work.
 
 mod args;
+mod host;
 mod import;
 mod progress;
 mod rows;
@@ -36,6 +37,8 @@ fn run_cli() -> Result<()> {
         Command::Sim(a) => sim::sim(a),
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
+        Command::Disks(a) => host::disks(a),
+        Command::Cleanup(a) => host::cleanup(a),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
@@ -114,4 +117,12 @@ fn report(a: args::ReportArgs) -> Result<()> {
         _ => std::io::stdout().write_all(&bytes)?,
     }
     Ok(())
+}
+
+/// Write to standard output; a closed pipe (`| head`) ends quietly, as in other tools.
+pub(crate) fn print_stdout(bytes: &[u8]) -> Result<()> {
+    match std::io::stdout().lock().write_all(bytes) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }

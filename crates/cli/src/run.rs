@@ -9,7 +9,11 @@ use crate::args::RunArgs;
 use anyhow::{bail, Context, Result};
 use raidlab_core::{Case, Plan};
 use raidlab_store::{ExperimentMeta, NewResult, Store};
-use raidlab_target::Target;
+use raidlab_target::host::{HostConfig, HostTarget};
+use raidlab_target::{RunContext, Target};
+
+/// Estimated seconds of array creation, mkfs and teardown per case, for the ETA.
+const SETUP_SECS: u64 = 5;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -35,11 +39,13 @@ pub fn run(a: RunArgs) -> Result<()> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let target = raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?;
     let out: PathBuf = a
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&plan.name));
+    if a.dry_run {
+        return dry_run(&plan, &target_name, &a, &out);
+    }
 
     let exists = out.join("raidlab.sqlite").exists();
     if exists && !a.resume {
@@ -64,6 +70,15 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         Store::create(&out, &meta)?
     };
+    let target: Box<dyn Target> = if target_name == "host" {
+        Box::new(HostTarget::new(HostConfig {
+            devices: plan.disks.devices.clone(),
+            out: out.clone(),
+            destroy: a.destroy_data_on.iter().cloned().collect(),
+        })?)
+    } else {
+        raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
+    };
     store.add_cases(plan.cases())?;
     let finished = store.finished()?;
     let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
@@ -86,15 +101,29 @@ pub fn run(a: RunArgs) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
 
-    let pb = crate::progress::bar(todo.len() as u64, a.quiet);
+    // Real targets: a bar over the expected seconds, so the ETA is one of time, not cases.
+    let timed = target_name != "sim";
+    let weight = |c: &Case| {
+        if timed {
+            (c.workload.runtime + c.workload.ramp).get() / 1_000_000_000 + SETUP_SECS
+        } else {
+            1
+        }
+    };
+    let pb = if timed {
+        crate::progress::timed(todo.iter().map(|(c, _)| weight(c)).sum(), a.quiet)
+    } else {
+        crate::progress::bar(todo.len() as u64, a.quiet)
+    };
     pb.set_message(format!("target {target_name}"));
+    let total = todo.len();
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     let mut failures = Vec::new();
     std::thread::scope(|s| -> Result<()> {
         for _ in 0..target.parallel().min(todo.len().max(1)) {
             let tx = tx.clone();
-            let (todo, next, target, stop) = (&todo, &next, &target, &stop);
+            let (todo, next, target, stop, pb) = (&todo, &next, &target, &stop, &pb);
             s.spawn(move || loop {
                 if stop.load(Ordering::SeqCst) {
                     break;
@@ -105,7 +134,13 @@ pub fn run(a: RunArgs) -> Result<()> {
                 };
                 let started = unix_now();
                 let t0 = Instant::now();
-                let out = target.run_case(case, rep);
+                let label = format!("case {}/{total} · {}", i + 1, case.label());
+                let phase = |p: &str| pb.set_message(format!("{label} · {p}"));
+                let cx = RunContext {
+                    stop: stop.as_ref(),
+                    phase: &phase,
+                };
+                let out = target.run_case(case, rep, &cx);
                 if tx.send((case, rep, started, t0.elapsed(), out)).is_err() {
                     break;
                 }
@@ -126,13 +161,14 @@ pub fn run(a: RunArgs) -> Result<()> {
                     )?;
                     pb.set_message(format!("{} done", case.label()));
                 }
+                Err(raidlab_target::TargetError::Interrupted) => {}
                 Err(e) => failures.push(format!(
                     "case {} ({}) repetition {rep}: {e}",
                     case.id,
                     case.label()
                 )),
             }
-            pb.inc(1);
+            pb.inc(weight(case));
         }
         Ok(())
     })?;
@@ -198,4 +234,43 @@ fn commit(
         source: None,
     })?;
     Ok(())
+}
+
+/// `--dry-run`: every command each case would run, with the real device paths, and (for
+/// the host target) each device's verdict. Nothing is run, nothing is written.
+fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# dry run of plan `{}` on target {target_name}: nothing below is executed",
+        plan.name
+    );
+    if target_name == "host" {
+        let destroy = a.destroy_data_on.iter().cloned().collect();
+        for d in &plan.disks.devices {
+            let v = raidlab_target::host::guard::check(d, None);
+            let _ = writeln!(s, "# {d}: {}", v.reason(&destroy));
+        }
+    }
+    let devices: Vec<String> = if plan.disks.devices.is_empty() {
+        (0..plan.disks.count).map(|i| format!("DISK{i}")).collect()
+    } else {
+        plan.disks.devices.clone()
+    };
+    for rep in 1..=plan.run.repeat {
+        for case in plan.cases() {
+            let _ = writeln!(
+                s,
+                "\n# case {} · {} · repetition {rep}",
+                case.id,
+                case.label()
+            );
+            let members = &devices[..(case.array.disks as usize).min(devices.len())];
+            for st in raidlab_target::host::steps(case, members, out, rep) {
+                let _ = writeln!(s, "{}", st.shell());
+            }
+        }
+    }
+    crate::print_stdout(s.as_bytes())
 }

@@ -1,8 +1,11 @@
-//! Targets: where a case runs. `sim` is the simulator; `host` (real disks) and `vm`
-//! (qemu lab) will implement the same trait, so the run loop, the store and the report
-//! never ask where a result came from — except to label it.
+//! Targets: where a case runs. `sim` is the simulator, `host` real devices of this
+//! machine; `vm` (qemu lab) will implement the same trait, so the run loop, the store and
+//! the report never ask where a result came from — except to label it.
 
+pub mod host;
 pub mod script;
+
+use std::sync::atomic::AtomicBool;
 
 use raidlab_core::Case;
 
@@ -21,10 +24,22 @@ pub struct CaseOutput {
 pub enum TargetError {
     #[error(transparent)]
     Sim(#[from] raidlab_sim::SimError),
+    #[error("{0}")]
+    Host(String),
+    #[error("interrupted: the case was stopped and torn down; it is not stored")]
+    Interrupted,
     #[error("target `{0}` is not available yet in this build: use --target sim (the host and vm targets are tracked in the project's issues)")]
     NotYet(String),
     #[error("unknown target `{0}`: use sim, vm or host")]
     Unknown(String),
+}
+
+/// What the run loop lends a target while a case runs.
+pub struct RunContext<'a> {
+    /// Set by Ctrl-C / SIGTERM: stop fio, tear down, return [`TargetError::Interrupted`].
+    pub stop: &'a AtomicBool,
+    /// Report the phase now running (`mkfs`, `fio`, …) for the progress line.
+    pub phase: &'a (dyn Fn(&str) + Sync),
 }
 
 /// Where cases run. Implementations must be usable from several threads at once when
@@ -35,7 +50,12 @@ pub trait Target: Sync {
     /// How many cases may run at once (the simulator: one per core; real disks: one).
     fn parallel(&self) -> usize;
     /// Run one repetition of a case.
-    fn run_case(&self, case: &Case, repetition: u32) -> Result<CaseOutput, TargetError>;
+    fn run_case(
+        &self,
+        case: &Case,
+        repetition: u32,
+        cx: &RunContext,
+    ) -> Result<CaseOutput, TargetError>;
 }
 
 /// The simulator target.
@@ -53,7 +73,12 @@ impl Target for SimTarget {
         self.threads.max(1)
     }
 
-    fn run_case(&self, case: &Case, repetition: u32) -> Result<CaseOutput, TargetError> {
+    fn run_case(
+        &self,
+        case: &Case,
+        repetition: u32,
+        _cx: &RunContext,
+    ) -> Result<CaseOutput, TargetError> {
         // Each repetition gets its own seed, derived so runs stay reproducible.
         let seed = self.seed.wrapping_add(repetition as u64 * 0x1000_0000_0001);
         let out = raidlab_sim::simulate(case, seed)?;
@@ -71,11 +96,11 @@ impl Target for SimTarget {
     }
 }
 
-/// The target a name asks for.
+/// The target a name asks for (`host` is built with [`host::HostTarget::new`]).
 pub fn by_name(name: &str, seed: u64, threads: usize) -> Result<Box<dyn Target>, TargetError> {
     match name {
         "sim" => Ok(Box::new(SimTarget { seed, threads })),
-        "host" | "vm" => Err(TargetError::NotYet(name.into())),
+        "vm" => Err(TargetError::NotYet(name.into())),
         other => Err(TargetError::Unknown(other.into())),
     }
 }

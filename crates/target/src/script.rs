@@ -1,21 +1,23 @@
-//! The exact commands the host target runs for a case — create the array, make the file
-//! system, set write caches, lay out the test file, run fio, tear down — as data.
+//! The exact commands the host target runs for a case — set write caches, create the
+//! array, make the file system, lay out the test file, run fio, tear down — as data.
 //!
-//! One source of truth: `raidlab plan --script` prints these as a bash script a person can
-//! read and run (as the 2013 write-up published its script), `run --dry-run` will list
-//! them, and the host target executes them step by step, journalling each first.
+//! One source of truth: `raidlab plan --script` renders these steps as a bash script a
+//! person can read and run (as the 2013 write-up published its script), `run --dry-run`
+//! lists them with the real device paths, and the host target executes them one by one,
+//! journalling each system-changing step (its [`Undo`]) before it runs.
 
 use raidlab_core::{Case, Engine, Filesystem, Level, Plan, Resync, WriteCache};
 use std::fmt::Write;
 
 /// What a step is for; the progress bar and the journal show it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Phase {
+    Cache,
     Create,
     Resync,
     Mkfs,
     Mount,
-    Cache,
     Layout,
     Fio,
     Teardown,
@@ -24,32 +26,168 @@ pub enum Phase {
 impl Phase {
     pub fn name(self) -> &'static str {
         match self {
+            Phase::Cache => "write cache",
             Phase::Create => "create",
             Phase::Resync => "resync",
             Phase::Mkfs => "mkfs",
             Phase::Mount => "mount",
-            Phase::Cache => "write cache",
             Phase::Layout => "layout",
             Phase::Fio => "fio",
             Phase::Teardown => "teardown",
         }
     }
+
+    /// Parse the names `name()` gives and the one-word spellings (`cache`).
+    pub fn parse(s: &str) -> Option<Phase> {
+        [
+            Phase::Cache,
+            Phase::Create,
+            Phase::Resync,
+            Phase::Mkfs,
+            Phase::Mount,
+            Phase::Layout,
+            Phase::Fio,
+            Phase::Teardown,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s || (s == "cache" && *p == Phase::Cache))
+    }
 }
 
-/// One shell command.
+/// What one step does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run a program. `may_fail`: its exit status is recorded, not fatal.
+    Run { argv: Vec<String>, may_fail: bool },
+    /// Turn a member's volatile write cache on or off (hdparm, sdparm or sysfs: the host
+    /// target picks what the device answers to).
+    SetCache {
+        member: usize,
+        device: String,
+        on: bool,
+    },
+    /// Put a member's write cache back as it was before the case.
+    RestoreCache { member: usize, device: String },
+    /// Set md's raid5/6 `stripe_cache_size` of the array.
+    StripeCache { pages: u32 },
+    /// Write a text file (the fio job file).
+    WriteFile { path: String, text: String },
+}
+
+/// How to undo a system change if raidlab dies before its own teardown: what the journal
+/// records before the step runs, and what `raidlab cleanup` replays.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "undo", rename_all = "snake_case")]
+pub enum Undo {
+    /// Stop the md array and zero the superblocks written on its members.
+    StopArray { array: String, members: Vec<String> },
+    /// Erase the signatures raidlab wrote (mkfs.btrfs, mkfs on a single disk).
+    Wipe { devices: Vec<String> },
+    /// Unmount the test file system.
+    Unmount { dir: String },
+    /// Restore a member's write cache (`was` = its state before raidlab touched it).
+    RestoreCache { device: String, was: bool },
+}
+
+/// One step: its phase, its action, the undo it opens (journalled before it runs) and
+/// the undo it closes (a teardown step, journalled after it succeeds).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     pub phase: Phase,
-    pub command: String,
+    pub action: Action,
+    pub opens: Option<Undo>,
+    pub closes: Option<Undo>,
 }
 
-const MD: &str = "/dev/md/raidlab";
-const MNT: &str = "/mnt/raidlab";
+impl Step {
+    /// The step as one line (or a heredoc) of bash.
+    pub fn shell(&self) -> String {
+        match &self.action {
+            Action::Run { argv, may_fail } => {
+                let line = argv
+                    .iter()
+                    .map(|w| shell_word(w))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if *may_fail {
+                    format!("{line} || true")
+                } else {
+                    line
+                }
+            }
+            Action::SetCache { device, on, .. } => {
+                format!("hdparm -W {} {}", u8::from(*on), shell_word(device))
+            }
+            Action::RestoreCache { member, device } => {
+                format!(
+                    "hdparm -W \"${{CACHE[{member}]}}\" {}  # restore",
+                    shell_word(device)
+                )
+            }
+            Action::StripeCache { pages } => format!(
+                "echo {pages} > /sys/block/$(basename $(readlink -f {MD}))/md/stripe_cache_size"
+            ),
+            Action::WriteFile { path, text } => {
+                format!("cat > {} <<'EOF'\n{text}EOF", shell_word(path))
+            }
+        }
+    }
+}
 
-fn step(phase: Phase, command: impl Into<String>) -> Step {
+/// Quote a word for bash unless it is plain, or a `"${DISK[i]}"` reference of the script.
+pub fn shell_word(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@".contains(&b));
+    if plain || (w.starts_with("\"${") && w.ends_with("}\"")) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+/// The md array device the host target creates (mdadm makes `/dev/md/raidlab` a link to
+/// `/dev/mdN`).
+pub const MD: &str = "/dev/md/raidlab";
+
+/// Where a case's commands put things.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// Mount point of the test file system.
+    pub mnt: String,
+    /// Directory for the fio job file.
+    pub workdir: String,
+    /// fio's JSON output.
+    pub result: String,
+}
+
+impl Paths {
+    /// The paths of the printed script: relative files, `/mnt/raidlab`.
+    pub fn script(result: &str) -> Paths {
+        Paths {
+            mnt: "/mnt/raidlab".into(),
+            workdir: ".".into(),
+            result: result.into(),
+        }
+    }
+}
+
+fn run(phase: Phase, argv: &[&str]) -> Step {
     Step {
         phase,
-        command: command.into(),
+        action: Action::Run {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            may_fail: false,
+        },
+        opens: None,
+        closes: None,
+    }
+}
+
+fn argv(words: impl IntoIterator<Item = String>) -> Action {
+    Action::Run {
+        argv: words.into_iter().collect(),
+        may_fail: false,
     }
 }
 
@@ -64,146 +202,276 @@ fn md_level(l: Level) -> &'static str {
     }
 }
 
-/// The commands for one case. `members` are shell words for the member devices
-/// (paths, or `"${DISK[0]}"` style references in a script).
-pub fn case_steps(case: &Case, members: &[String], result_file: &str) -> Vec<Step> {
-    let a = &case.array;
-    let w = &case.workload;
-    let devs = members.join(" ");
-    let mut steps = Vec::new();
-    let single = a.level == Level::Single;
-    let device = if single {
-        members[0].clone()
-    } else if a.engine == Engine::Md {
+/// The device fio (or mkfs) works on: the md array, or the first member (btrfs, single).
+pub fn array_device(case: &Case, members: &[String]) -> String {
+    if case.array.engine == Engine::Md && case.array.level != Level::Single {
         MD.to_string()
     } else {
         members[0].clone()
-    };
+    }
+}
+
+/// The commands for one case. `members` are the member devices (paths, or `"${DISK[0]}"`
+/// references in the script).
+pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
+    let a = &case.array;
+    let w = &case.workload;
+    let mut steps = Vec::new();
+    let single = a.level == Level::Single;
+    let device = array_device(case, members);
 
     if a.write_cache != WriteCache::Keep {
-        let flag = if a.write_cache == WriteCache::On {
-            1
-        } else {
-            0
-        };
-        for m in members {
-            steps.push(step(Phase::Cache, format!("hdparm -W {flag} {m}")));
+        for (i, m) in members.iter().enumerate() {
+            steps.push(Step {
+                phase: Phase::Cache,
+                action: Action::SetCache {
+                    member: i,
+                    device: m.clone(),
+                    on: a.write_cache == WriteCache::On,
+                },
+                opens: None, // the host target journals the state it read instead
+                closes: None,
+            });
         }
     }
     match a.engine {
         Engine::Md if !single => {
-            let mut c = format!(
-                "mdadm --create {MD} --run --metadata=1.2 --level={} --raid-devices={}",
-                md_level(a.level),
-                a.disks
-            );
+            let mut c = vec![
+                "mdadm".to_string(),
+                "--create".into(),
+                MD.into(),
+                "--run".into(),
+                "--metadata=1.2".into(),
+                format!("--level={}", md_level(a.level)),
+                format!("--raid-devices={}", a.disks),
+            ];
             if let Some(chunk) = a.chunk {
-                let _ = write!(c, " --chunk={}K", chunk.as_kib());
+                c.push(format!("--chunk={}K", chunk.as_kib()));
             }
             if let Some(layout) = a.layout {
-                let _ = write!(c, " --layout={}", layout.mdadm_name());
+                c.push(format!("--layout={}", layout.mdadm_name()));
             }
-            let _ = write!(c, " --bitmap={}", a.bitmap);
+            c.push(format!("--bitmap={}", a.bitmap));
             if a.resync == Resync::AssumeClean && a.level != Level::Raid0 {
-                c.push_str(" --assume-clean");
+                c.push("--assume-clean".into());
             }
-            let _ = write!(c, " {devs}");
-            steps.push(step(Phase::Create, c));
-            if a.resync == Resync::Wait {
-                steps.push(step(Phase::Resync, format!("mdadm --wait {MD} || true")));
-            }
+            c.extend(members.iter().cloned());
+            steps.push(Step {
+                phase: Phase::Create,
+                action: argv(c),
+                opens: Some(Undo::StopArray {
+                    array: MD.into(),
+                    members: members.to_vec(),
+                }),
+                closes: None,
+            });
             if let Some(pages) = a.stripe_cache {
-                steps.push(step(Phase::Create, format!("echo {pages} > /sys/block/$(basename $(readlink -f {MD}))/md/stripe_cache_size")));
+                steps.push(Step {
+                    phase: Phase::Create,
+                    action: Action::StripeCache { pages },
+                    opens: None,
+                    closes: None,
+                });
+            }
+            if a.resync == Resync::Wait && a.level != Level::Raid0 {
+                let mut s = run(Phase::Resync, &["mdadm", "--wait", MD]);
+                // mdadm --wait exits 1 when there was nothing to wait for.
+                s.action = Action::Run {
+                    argv: vec!["mdadm".into(), "--wait".into(), MD.into()],
+                    may_fail: true,
+                };
+                steps.push(s);
             }
         }
         Engine::Btrfs => {
-            let profile = a.level.to_string();
             let profile = if single {
                 "single".to_string()
             } else {
-                profile
+                a.level.to_string()
             };
-            steps.push(step(
-                Phase::Mkfs,
-                format!("mkfs.btrfs -f -d {profile} -m {profile} {devs}"),
-            ));
+            let mut c = vec![
+                "mkfs.btrfs".to_string(),
+                "-f".into(),
+                "-d".into(),
+                profile.clone(),
+                "-m".into(),
+                profile,
+            ];
+            c.extend(members.iter().cloned());
+            steps.push(Step {
+                phase: Phase::Mkfs,
+                action: argv(c),
+                opens: Some(Undo::Wipe {
+                    devices: members.to_vec(),
+                }),
+                closes: None,
+            });
         }
         Engine::Md => {}
     }
     let chunk_kib = a.chunk.map(|c| c.as_kib()).unwrap_or(0);
     let data = a.data_disks().max(1);
-    let mkfs = match a.filesystem {
-        Filesystem::Xfs if chunk_kib > 0 => Some(format!(
-            "mkfs.xfs -f -K -d su={chunk_kib}k,sw={data} {device}"
-        )),
-        Filesystem::Xfs => Some(format!("mkfs.xfs -f -K {device}")),
-        Filesystem::Ext4 if chunk_kib > 0 => {
+    let mkfs: Option<Vec<String>> = match a.filesystem {
+        Filesystem::Xfs if chunk_kib > 0 && !single => Some(vec![
+            "mkfs.xfs".into(),
+            "-f".into(),
+            "-K".into(),
+            "-d".into(),
+            format!("su={chunk_kib}k,sw={data}"),
+            device.clone(),
+        ]),
+        Filesystem::Xfs => Some(vec![
+            "mkfs.xfs".into(),
+            "-f".into(),
+            "-K".into(),
+            device.clone(),
+        ]),
+        Filesystem::Ext4 if chunk_kib > 0 && !single => {
             let stride = chunk_kib / 4;
-            Some(format!(
-                "mkfs.ext4 -F -q -E stride={stride},stripe_width={},nodiscard {device}",
-                stride * data as u64
-            ))
+            Some(vec![
+                "mkfs.ext4".into(),
+                "-F".into(),
+                "-q".into(),
+                "-E".into(),
+                format!(
+                    "stride={stride},stripe_width={},nodiscard",
+                    stride * data as u64
+                ),
+                device.clone(),
+            ])
         }
-        Filesystem::Ext4 => Some(format!("mkfs.ext4 -F -q -E nodiscard {device}")),
+        Filesystem::Ext4 => Some(vec![
+            "mkfs.ext4".into(),
+            "-F".into(),
+            "-q".into(),
+            "-E".into(),
+            "nodiscard".into(),
+            device.clone(),
+        ]),
         Filesystem::Btrfs | Filesystem::None => None,
     };
     if let Some(m) = mkfs {
-        steps.push(step(Phase::Mkfs, m));
+        // On an md array the array's own undo erases it; on a bare disk, wipe it.
+        let opens = single.then(|| Undo::Wipe {
+            devices: vec![device.clone()],
+        });
+        steps.push(Step {
+            phase: Phase::Mkfs,
+            action: argv(m),
+            opens,
+            closes: None,
+        });
     }
     let on_fs = a.filesystem != Filesystem::None;
     let target_file = if on_fs {
-        steps.push(step(
-            Phase::Mount,
-            format!("mkdir -p {MNT} && mount {device} {MNT}"),
-        ));
-        format!("{MNT}/raidlab.test")
+        steps.push(run(Phase::Mount, &["mkdir", "-p", &paths.mnt]));
+        steps.push(Step {
+            phase: Phase::Mount,
+            action: argv(["mount".into(), device.clone(), paths.mnt.clone()]),
+            opens: Some(Undo::Unmount {
+                dir: paths.mnt.clone(),
+            }),
+            closes: None,
+        });
+        format!("{}/raidlab.test", paths.mnt)
     } else {
         device.clone()
     };
     if on_fs || w.rw.reads() {
         // Lay the test data out by writing it: fallocate'd extents read back as zeros
         // without touching the disks.
-        steps.push(step(
-            Phase::Layout,
-            format!(
-                "fio --name=layout --filename={target_file} --rw=write --bs=1m --direct=1 --ioengine={} --size={} --offset={} --fallocate=none --output=/dev/null",
-                w.ioengine,
-                w.size.to_fio(),
-                w.offset.to_fio()
-            ),
-        ));
+        steps.push(Step {
+            phase: Phase::Layout,
+            action: argv([
+                "fio".into(),
+                "--name=layout".into(),
+                format!("--filename={target_file}"),
+                "--rw=write".into(),
+                "--bs=1m".into(),
+                "--direct=1".into(),
+                format!("--ioengine={}", w.ioengine),
+                format!("--size={}", w.size.to_fio()),
+                format!("--offset={}", w.offset.to_fio()),
+                "--fallocate=none".into(),
+                "--output=/dev/null".into(),
+            ]),
+            opens: None,
+            closes: None,
+        });
     }
-    let job = raidlab_fio::render_job(w, &target_file, &case.id.0);
-    steps.push(step(
-        Phase::Fio,
-        format!("cat > {id}.fio <<'EOF'\n{job}EOF", id = case.id),
-    ));
-    steps.push(step(
-        Phase::Fio,
-        format!(
-            "fio --output-format=json --output={result_file} {}.fio",
-            case.id
-        ),
-    ));
+    let job_file = format!("{}/{}.fio", paths.workdir, case.id);
+    steps.push(Step {
+        phase: Phase::Fio,
+        action: Action::WriteFile {
+            path: job_file.clone(),
+            text: raidlab_fio::render_job(w, &target_file, &case.id.0),
+        },
+        opens: None,
+        closes: None,
+    });
+    steps.push(Step {
+        phase: Phase::Fio,
+        action: argv([
+            "fio".into(),
+            "--output-format=json".into(),
+            format!("--output={}", paths.result),
+            job_file,
+        ]),
+        opens: None,
+        closes: None,
+    });
     if on_fs {
-        steps.push(step(Phase::Teardown, format!("umount {MNT}")));
+        steps.push(Step {
+            phase: Phase::Teardown,
+            action: argv(["umount".into(), paths.mnt.clone()]),
+            opens: None,
+            closes: Some(Undo::Unmount {
+                dir: paths.mnt.clone(),
+            }),
+        });
     }
     if a.engine == Engine::Md && !single {
-        steps.push(step(Phase::Teardown, format!("mdadm --stop {MD}")));
-        steps.push(step(
-            Phase::Teardown,
-            format!("mdadm --zero-superblock {devs}"),
-        ));
+        steps.push(run(Phase::Teardown, &["mdadm", "--stop", MD]));
+        let mut z = vec!["mdadm".to_string(), "--zero-superblock".into()];
+        z.extend(members.iter().cloned());
+        steps.push(Step {
+            phase: Phase::Teardown,
+            action: argv(z),
+            opens: None,
+            closes: Some(Undo::StopArray {
+                array: MD.into(),
+                members: members.to_vec(),
+            }),
+        });
     }
-    if a.engine == Engine::Btrfs || (single && a.filesystem != Filesystem::None) {
-        steps.push(step(Phase::Teardown, format!("wipefs -a {devs}")));
+    let wiped: Option<Vec<String>> = if a.engine == Engine::Btrfs {
+        Some(members.to_vec())
+    } else if single && a.filesystem != Filesystem::None {
+        Some(vec![device.clone()])
+    } else {
+        None
+    };
+    if let Some(devices) = wiped {
+        let mut c = vec!["wipefs".to_string(), "-a".into(), "-q".into()];
+        c.extend(devices.iter().cloned());
+        steps.push(Step {
+            phase: Phase::Teardown,
+            action: argv(c),
+            opens: None,
+            closes: Some(Undo::Wipe { devices }),
+        });
     }
     if a.write_cache != WriteCache::Keep {
         for (i, m) in members.iter().enumerate() {
-            steps.push(step(
-                Phase::Teardown,
-                format!("hdparm -W \"${{CACHE[{i}]}}\" {m}  # restore"),
-            ));
+            steps.push(Step {
+                phase: Phase::Teardown,
+                action: Action::RestoreCache {
+                    member: i,
+                    device: m.clone(),
+                },
+                opens: None,
+                closes: None,
+            });
         }
     }
     steps
@@ -259,12 +527,12 @@ pub fn plan_script(plan: &Plan) -> String {
             );
             let result = format!("{}-r{}.json", case.id, rep + 1);
             let mut last = None;
-            for st in case_steps(case, &members, &result) {
+            for st in case_steps(case, &members, &Paths::script(&result)) {
                 if last != Some(st.phase) {
                     let _ = writeln!(s, "# {}", st.phase.name());
                     last = Some(st.phase);
                 }
-                let _ = writeln!(s, "{}", st.command);
+                let _ = writeln!(s, "{}", st.shell());
             }
             s.push('\n');
         }
@@ -286,11 +554,11 @@ mod tests {
         let members: Vec<String> = (0..p.cases()[i].array.disks)
             .map(|d| format!("d{d}"))
             .collect();
-        case_steps(&p.cases()[i], &members, "r.json")
+        case_steps(&p.cases()[i], &members, &Paths::script("r.json"))
             .into_iter()
             .find(|s| s.phase == Phase::Create)
             .unwrap()
-            .command
+            .shell()
     }
 
     #[test]

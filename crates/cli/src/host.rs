@@ -1,0 +1,91 @@
+//! `raidlab disks` and `raidlab cleanup`: the host target's safety commands — what may be
+//! touched and why, and undoing what an interrupted run left behind.
+
+use crate::args::{CleanupArgs, DisksArgs};
+use anyhow::{bail, Result};
+use raidlab_core::Plan;
+use raidlab_target::host::{devices, guard, journal};
+use std::collections::BTreeSet;
+
+fn size(b: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", units[u])
+}
+
+pub fn disks(a: DisksArgs) -> Result<()> {
+    let planned = match &a.plan {
+        Some(p) => Some(Plan::load(p)?.disks.devices),
+        None => None,
+    };
+    let destroy: BTreeSet<String> = a.destroy_data_on.iter().cloned().collect();
+    println!(
+        "{:<14} {:>10} {:<4} {:<24} {:<34} verdict",
+        "device", "size", "rot", "model", "serial"
+    );
+    let mut all = devices::all();
+    // The plan's devices first, under the path the plan names them by.
+    if let Some(p) = &planned {
+        for path in p.iter().rev() {
+            if let Ok(d) = devices::inspect(path) {
+                all.retain(|x| x.name != d.name);
+                all.insert(0, d);
+            }
+        }
+    }
+    for d in all {
+        let v = guard::check(&d.path, planned.as_deref());
+        let verdict = if v.usable(&destroy) {
+            "usable"
+        } else {
+            "refused"
+        };
+        println!(
+            "{:<14} {:>10} {:<4} {:<24} {:<34} {verdict}: {}",
+            d.name,
+            size(d.size_bytes),
+            if d.rotational { "yes" } else { "no" },
+            d.model.as_deref().unwrap_or("-"),
+            d.serial.as_deref().unwrap_or("-"),
+            v.reason(&destroy)
+        );
+    }
+    Ok(())
+}
+
+pub fn cleanup(a: CleanupArgs) -> Result<()> {
+    let dirs = if a.dirs.is_empty() {
+        journal::registered()
+    } else {
+        a.dirs.clone()
+    };
+    if dirs.is_empty() {
+        eprintln!(
+            "nothing to clean up: no interrupted host run is registered in {}",
+            journal::state_dir().display()
+        );
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    for d in dirs {
+        match journal::cleanup(&d) {
+            Ok(done) if done.is_empty() => eprintln!("{}: nothing left to undo", d.display()),
+            Ok(done) => {
+                eprintln!("{}:", d.display());
+                for l in done {
+                    eprintln!("  {l}");
+                }
+            }
+            Err(e) => failed.push(e),
+        }
+    }
+    if !failed.is_empty() {
+        bail!("{}", failed.join("\n"));
+    }
+    Ok(())
+}

@@ -1,0 +1,486 @@
+//! The host target: real arrays on this machine's devices — the seeds' workflow,
+//! unattended and guarded.
+//!
+//! For each case it checks the members again ([`guard`]), reads their write caches,
+//! then executes the case's [`Step`]s: every step that changes the system is journalled
+//! with its undo before it runs ([`journal`]); a failure or Ctrl-C tears down what was
+//! built; a SIGKILL leaves a journal that `raidlab cleanup` replays.
+
+pub mod cache;
+pub mod devices;
+pub mod exec;
+pub mod guard;
+pub mod journal;
+
+use crate::script::{self, Action, Phase, Step, Undo};
+use crate::{CaseOutput, RunContext, Target, TargetError};
+use journal::{DeviceId, Journal};
+use raidlab_core::{Case, Engine, Level};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Environment variable for fault-injection tests: `RAIDLAB_FAULT_KILL_IN=mkfs` makes
+/// raidlab SIGKILL itself while the first command of that phase runs, as a power cut
+/// would — so the tests can prove that `raidlab cleanup` undoes every phase.
+pub const FAULT_ENV: &str = "RAIDLAB_FAULT_KILL_IN";
+
+/// What the host target needs from the plan and the command line.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The plan's `[disks] devices`.
+    pub devices: Vec<String>,
+    /// The results directory (journal, scratch files, mount point).
+    pub out: PathBuf,
+    /// Serials whose data may be destroyed (`--destroy-data-on`).
+    pub destroy: BTreeSet<String>,
+}
+
+pub struct HostTarget {
+    cfg: HostConfig,
+    journal: Mutex<Journal>,
+    tools: serde_json::Value,
+    fault: Option<Phase>,
+}
+
+fn host_err(msg: impl Into<String>) -> TargetError {
+    TargetError::Host(msg.into())
+}
+
+/// The text of a command's version output (first line).
+fn version(argv: &[&str]) -> serde_json::Value {
+    match std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+    {
+        Ok(o) => {
+            let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
+            t.push_str(&String::from_utf8_lossy(&o.stderr));
+            serde_json::Value::String(t.lines().next().unwrap_or("").trim().to_string())
+        }
+        Err(_) => serde_json::Value::Null,
+    }
+}
+
+fn read_opt(p: &str) -> serde_json::Value {
+    std::fs::read_to_string(p)
+        .map(serde_json::Value::String)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+impl HostTarget {
+    /// Undo what an earlier run left in `out`, check every device of the plan, open the
+    /// journal. Nothing is written to a device here.
+    pub fn new(cfg: HostConfig) -> Result<HostTarget, TargetError> {
+        if cfg.devices.is_empty() {
+            return Err(host_err(
+                "the host target needs real devices: list them in the plan, [disks] devices = [\"/dev/disk/by-id/…\", …] (see `raidlab disks`)",
+            ));
+        }
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(host_err(
+                "the host target builds arrays and file systems: run it as root (sudo), or use --target sim / vm",
+            ));
+        }
+        std::fs::create_dir_all(cfg.out.join(".host"))
+            .map_err(|e| host_err(format!("cannot create {}: {e}", cfg.out.display())))?;
+        let left = journal::pending(&cfg.out).map_err(host_err)?;
+        if !left.is_clean() {
+            eprintln!("an earlier run left changes behind; undoing them first:");
+            for line in journal::cleanup(&cfg.out).map_err(host_err)? {
+                eprintln!("  {line}");
+            }
+        }
+        guard::check_plan(&cfg.devices, &cfg.destroy).map_err(host_err)?;
+        if Path::new(script::MD).exists() {
+            return Err(host_err(format!(
+                "{} exists already (an array raidlab did not start, or one a crash left: stop it with `mdadm --stop {}` if it is yours)",
+                script::MD,
+                script::MD
+            )));
+        }
+        let fault = std::env::var(FAULT_ENV).ok().and_then(|s| Phase::parse(&s));
+        let tools = serde_json::json!({
+            "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).ok(),
+            "fio": version(&["fio", "--version"]),
+            "mdadm": version(&["mdadm", "--version"]),
+            "mkfs.btrfs": version(&["mkfs.btrfs", "--version"]),
+            "mkfs.xfs": version(&["mkfs.xfs", "-V"]),
+            "mkfs.ext4": version(&["mkfs.ext4", "-V"]),
+        });
+        Ok(HostTarget {
+            journal: Mutex::new(Journal::open(&cfg.out).map_err(host_err)?),
+            cfg,
+            tools,
+            fault,
+        })
+    }
+
+    fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ids(&self, paths: &[String]) -> Vec<DeviceId> {
+        paths
+            .iter()
+            .map(|p| DeviceId {
+                path: p.clone(),
+                serial: devices::inspect(p).ok().and_then(|d| d.serial),
+            })
+            .collect()
+    }
+
+    /// Undo what this case opened, newest first (after a failure or an interrupt).
+    fn unwind(&self, opened: &mut Vec<Undo>, errors: &mut Vec<String>) {
+        while let Some(u) = opened.pop() {
+            match journal::undo(&u) {
+                Ok(()) => {
+                    if let Err(e) = self.journal().close_entry(&u) {
+                        errors.push(e);
+                    }
+                }
+                Err(e) => errors.push(format!("{e} (left in the journal for `raidlab cleanup`)")),
+            }
+        }
+    }
+}
+
+/// Per-case state while its steps run.
+struct Running<'a> {
+    case: &'a Case,
+    members: &'a [String],
+    work: PathBuf,
+    opened: Vec<Undo>,
+    commands: Vec<String>,
+    cache_was: Vec<Option<bool>>,
+    resync_seconds: Option<f64>,
+    step_no: usize,
+}
+
+impl HostTarget {
+    /// Run one step; `Ok(false)` when it was stopped by an interrupt.
+    fn step(&self, r: &mut Running, s: &Step, cx: &RunContext) -> Result<bool, String> {
+        r.step_no += 1;
+        if let Some(u) = &s.opens {
+            let devs = match u {
+                Undo::StopArray { members, .. } => members.clone(),
+                Undo::Wipe { devices } => devices.clone(),
+                _ => Vec::new(),
+            };
+            self.journal()
+                .open_entry(&r.case.id.0, s.phase, u, self.ids(&devs))?;
+            r.opened.push(u.clone());
+        }
+        r.commands.push(s.shell());
+        match &s.action {
+            Action::Run { argv, may_fail } => {
+                let log = r.work.join(format!("step-{:02}.log", r.step_no));
+                let t0 = Instant::now();
+                let mut child = exec::spawn(argv, &log)?;
+                let is_fio = argv[0] == "fio";
+                if is_fio {
+                    self.journal().started(child.id())?;
+                }
+                self.fault_point(s.phase); // mid-command
+                let interruptible = matches!(s.phase, Phase::Fio | Phase::Layout | Phase::Resync);
+                let (status, stopped) = exec::wait(&mut child, cx.stop, interruptible)?;
+                if is_fio {
+                    self.journal().ended(child.id())?;
+                }
+                if s.phase == Phase::Resync {
+                    r.resync_seconds = Some(t0.elapsed().as_secs_f64());
+                }
+                if stopped {
+                    return Ok(false);
+                }
+                if !status.success() && !may_fail {
+                    return Err(format!(
+                        "`{}` failed ({status}):\n    {}",
+                        s.shell(),
+                        exec::tail(&log, 12)
+                    ));
+                }
+            }
+            Action::SetCache { member, on, .. } => {
+                let dev = &r.members[*member];
+                let name = devices::kernel_name(dev)?;
+                let (was, method) = cache::get(dev, &name)?;
+                r.cache_was[*member] = Some(was);
+                let u = Undo::RestoreCache {
+                    device: dev.clone(),
+                    was,
+                };
+                self.journal().open_entry(
+                    &r.case.id.0,
+                    s.phase,
+                    &u,
+                    self.ids(std::slice::from_ref(dev)),
+                )?;
+                r.opened.push(u);
+                cache::set(dev, &name, method, *on)?;
+                self.fault_point(s.phase);
+            }
+            Action::RestoreCache { member, .. } => {
+                let dev = &r.members[*member];
+                if let Some(was) = r.cache_was[*member] {
+                    let u = Undo::RestoreCache {
+                        device: dev.clone(),
+                        was,
+                    };
+                    journal::undo(&u)?;
+                    self.journal().close_entry(&u)?;
+                    if let Some(i) = r.opened.iter().rposition(|o| *o == u) {
+                        r.opened.remove(i);
+                    }
+                }
+            }
+            Action::StripeCache { pages } => {
+                let md = std::fs::canonicalize(script::MD)
+                    .map_err(|e| format!("{}: {e}", script::MD))?;
+                let name = md
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                let p = format!("/sys/block/{name}/md/stripe_cache_size");
+                std::fs::write(&p, pages.to_string()).map_err(|e| format!("{p}: {e}"))?;
+            }
+            Action::WriteFile { path, text } => {
+                std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?;
+            }
+        }
+        if let Some(u) = &s.closes {
+            self.journal().close_entry(u)?;
+            if let Some(i) = r.opened.iter().rposition(|o| o == u) {
+                r.opened.remove(i);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Fault injection (tests): die as a power cut would, in the phase named by
+    /// [`FAULT_ENV`].
+    fn fault_point(&self, phase: Phase) {
+        if self.fault == Some(phase) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+    }
+
+    fn member_state(&self, members: &[String]) -> serde_json::Value {
+        members
+            .iter()
+            .map(|m| {
+                let d = devices::inspect(m).ok();
+                let cache = d
+                    .as_ref()
+                    .and_then(|d| cache::get(m, &d.name).ok())
+                    .map(|(on, method)| serde_json::json!({"on": on, "method": method}));
+                serde_json::json!({"device": d, "write_cache": cache})
+            })
+            .collect()
+    }
+}
+
+fn resyncing(mdstat: &serde_json::Value) -> bool {
+    mdstat
+        .as_str()
+        .is_some_and(|s| s.contains("resync") || s.contains("recovery") || s.contains("reshape"))
+}
+
+impl Target for HostTarget {
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn parallel(&self) -> usize {
+        1
+    }
+
+    fn run_case(
+        &self,
+        case: &Case,
+        repetition: u32,
+        cx: &RunContext,
+    ) -> Result<CaseOutput, TargetError> {
+        let n = case.array.disks as usize;
+        let members = &self.cfg.devices[..n.min(self.cfg.devices.len())];
+        if members.len() < n {
+            return Err(host_err(format!(
+                "case {} needs {n} disks and the plan lists {}",
+                case.id,
+                self.cfg.devices.len()
+            )));
+        }
+        guard::check_plan(members, &self.cfg.destroy).map_err(host_err)?;
+        let work = work_dir(&self.cfg.out, case, repetition);
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work)
+            .map_err(|e| host_err(format!("cannot create {}: {e}", work.display())))?;
+        let result = work.join("fio.json");
+        let steps = steps(case, members, &self.cfg.out, repetition);
+        let before = serde_json::json!({
+            "members": self.member_state(members),
+            "mdstat": read_opt("/proc/mdstat"),
+        });
+        let mut r = Running {
+            case,
+            members,
+            work: work.clone(),
+            opened: Vec::new(),
+            commands: Vec::new(),
+            cache_was: vec![None; members.len()],
+            resync_seconds: None,
+            step_no: 0,
+        };
+        let mut during = serde_json::Value::Null;
+        let mut resync_during = false;
+        let mut failure: Option<String> = None;
+        let mut interrupted = false;
+        for s in &steps {
+            if s.phase != Phase::Teardown && (failure.is_some() || interrupted) {
+                continue;
+            }
+            if s.phase != Phase::Teardown && cx.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                interrupted = true;
+                continue;
+            }
+            if failure.is_some() || interrupted {
+                break; // teardown by unwinding below
+            }
+            (cx.phase)(s.phase.name());
+            let fio_run = matches!(&s.action, Action::Run { argv, .. } if argv[0] == "fio" && s.phase == Phase::Fio);
+            if fio_run && resyncing(&read_opt("/proc/mdstat")) {
+                resync_during = true;
+            }
+            match self.step(&mut r, s, cx) {
+                Ok(true) => {}
+                Ok(false) => interrupted = true,
+                Err(e) => failure = Some(e),
+            }
+            if fio_run {
+                resync_during |= resyncing(&read_opt("/proc/mdstat"));
+                during = serde_json::json!({
+                    "members": self.member_state(members),
+                    "mdstat": read_opt("/proc/mdstat"),
+                    "md_detail": if case.array.engine == Engine::Md && case.array.level != Level::Single {
+                        version_full(&["mdadm", "--detail", script::MD])
+                    } else { serde_json::Value::Null },
+                    "stripe_cache_size": std::fs::canonicalize(script::MD).ok()
+                        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .and_then(|n| std::fs::read_to_string(format!("/sys/block/{n}/md/stripe_cache_size")).ok())
+                        .map(|s| s.trim().to_string()),
+                });
+            }
+        }
+        let mut errors = Vec::new();
+        if failure.is_some() || interrupted {
+            (cx.phase)("teardown");
+            self.unwind(&mut r.opened, &mut errors);
+        }
+        self.journal().deregister_if_clean();
+        if let Some(f) = failure {
+            errors.insert(0, f);
+            return Err(host_err(format!(
+                "case {} ({}): {}",
+                case.id,
+                case.label(),
+                errors.join("\n  ")
+            )));
+        }
+        if interrupted {
+            return Err(TargetError::Interrupted);
+        }
+        if !errors.is_empty() {
+            return Err(host_err(errors.join("\n  ")));
+        }
+        let fio_json = std::fs::read(&result)
+            .map_err(|e| host_err(format!("fio wrote no result {}: {e}", result.display())))?;
+        let mut logs = Vec::new();
+        if let Ok(l) = std::fs::read(work.join("raidlab_iops.log")) {
+            logs.push(("iops.log".to_string(), l));
+        }
+        let environment = serde_json::json!({
+            "target": "host",
+            "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok(),
+            "tools": self.tools,
+            "members": members,
+            "before": before,
+            "during": during,
+            "after": {
+                "members": self.member_state(members),
+                "mdstat": read_opt("/proc/mdstat"),
+            },
+            "write_cache_before": r.cache_was,
+            "resync_seconds": r.resync_seconds,
+            "resync_during_fio": resync_during,
+            "commands": r.commands,
+        });
+        let _ = std::fs::remove_dir_all(&work);
+        Ok(CaseOutput {
+            fio_json,
+            logs,
+            environment,
+        })
+    }
+}
+
+fn version_full(argv: &[&str]) -> serde_json::Value {
+    match std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .output()
+    {
+        Ok(o) => serde_json::Value::String(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Err(_) => serde_json::Value::Null,
+    }
+}
+
+/// The file fio works on: on the file system, or the raw array.
+fn target_file(case: &Case, members: &[String], mnt: &str) -> String {
+    if case.array.filesystem == raidlab_core::Filesystem::None {
+        script::array_device(case, members)
+    } else {
+        format!("{mnt}/raidlab.test")
+    }
+}
+
+/// A case's scratch directory (job file, fio output and logs) in the results directory.
+pub fn work_dir(out: &Path, case: &Case, repetition: u32) -> PathBuf {
+    absolute(&out.join(".host").join(format!("{}-r{repetition}", case.id)))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The exact steps the host target runs for a case (what `run --dry-run` prints): the
+/// script's steps with this run's paths, fio's job threads in one process (one pid to
+/// stop) and a per-second IOPS log.
+pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Vec<Step> {
+    let work = work_dir(out, case, repetition);
+    let paths = script::Paths {
+        mnt: absolute(&out.join(".host").join("mnt"))
+            .display()
+            .to_string(),
+        workdir: work.display().to_string(),
+        result: work.join("fio.json").display().to_string(),
+    };
+    let mut steps = script::case_steps(case, members, &paths);
+    for s in &mut steps {
+        if let Action::WriteFile { text, .. } = &mut s.action {
+            *text = raidlab_fio::render_job_with(
+                &case.workload,
+                &target_file(case, members, &paths.mnt),
+                &case.id.0,
+                &[
+                    ("thread", "1".into()),
+                    ("write_iops_log", format!("{}/raidlab", paths.workdir)),
+                    ("log_avg_msec", "1000".into()),
+                    ("per_job_logs", "0".into()),
+                ],
+            );
+        }
+    }
+    steps
+}
