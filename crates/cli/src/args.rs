@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// checks. Loop devices' serial is `loop:` + their backing file. See `raidlab disks`.
     #[arg(long, value_delimiter = ',', value_name = "SERIAL")]
     pub destroy_data_on: Vec<String>,
+    /// Host target: time of each per-disk baseline test (random and sequential read of
+    /// every member, before any array is built); 0 skips it.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub baseline: String,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use raidlab_core::{Case, Plan};
 use raidlab_store::{ExperimentMeta, NewResult, Store};
 use raidlab_target::host::{HostConfig, HostTarget};
-use raidlab_target::{RunContext, Target};
+use raidlab_target::{script, RunContext, Target};
 
 /// Estimated seconds of array creation, mkfs and teardown per case, for the ETA.
 const SETUP_SECS: u64 = 5;
@@ -70,12 +70,22 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         Store::create(&out, &meta)?
     };
+    let baseline_s = a
+        .baseline
+        .parse::<raidlab_core::Nanos>()
+        .map_err(|e| anyhow::anyhow!("--baseline {}: {e}", a.baseline))?
+        .get()
+        / 1_000_000_000;
     let target: Box<dyn Target> = if target_name == "host" {
-        Box::new(HostTarget::new(HostConfig {
+        let host = HostTarget::new(HostConfig {
             devices: plan.disks.devices.clone(),
             out: out.clone(),
             destroy: a.destroy_data_on.iter().cloned().collect(),
-        })?)
+        })?;
+        if baseline_s > 0 {
+            baseline(&host, baseline_s, a.quiet)?;
+        }
+        Box::new(host)
     } else {
         raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
     };
@@ -120,7 +130,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     let mut failures = Vec::new();
-    std::thread::scope(|s| -> Result<()> {
+    let ran = std::thread::scope(|s| -> Result<()> {
         for _ in 0..target.parallel().min(todo.len().max(1)) {
             let tx = tx.clone();
             let (todo, next, target, stop, pb) = (&todo, &next, &target, &stop, &pb);
@@ -139,6 +149,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 let cx = RunContext {
                     stop: stop.as_ref(),
                     phase: &phase,
+                    next: todo.get(i + 1).map(|(c, _)| *c),
                 };
                 let out = target.run_case(case, rep, &cx);
                 if tx.send((case, rep, started, t0.elapsed(), out)).is_err() {
@@ -171,7 +182,12 @@ pub fn run(a: RunArgs) -> Result<()> {
             pb.inc(weight(case));
         }
         Ok(())
-    })?;
+    });
+    // Whatever happened, release what the target still holds (an array left up).
+    pb.set_message("teardown");
+    let finished = target.finish();
+    ran?;
+    finished?;
     pb.finish_and_clear();
 
     let rows = crate::rows::rows(&store)?;
@@ -258,19 +274,66 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
     } else {
         plan.disks.devices.clone()
     };
-    for rep in 1..=plan.run.repeat {
-        for case in plan.cases() {
-            let _ = writeln!(
-                s,
-                "\n# case {} · {} · repetition {rep}",
-                case.id,
-                case.label()
-            );
-            let members = &devices[..(case.array.disks as usize).min(devices.len())];
-            for st in raidlab_target::host::steps(case, members, out, rep) {
-                let _ = writeln!(s, "{}", st.shell());
-            }
+    // The same order and the same reuse of arrays across consecutive cases as a run.
+    let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
+        .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
+        .collect();
+    let cases: Vec<&Case> = todo.iter().map(|(c, _)| *c).collect();
+    for (&(case, rep), reuse) in todo.iter().zip(script::reuse_sequence(&cases)) {
+        let _ = writeln!(
+            s,
+            "\n# case {} · {} · repetition {rep}",
+            case.id,
+            case.label()
+        );
+        let members = &devices[..(case.array.disks as usize).min(devices.len())];
+        if reuse.array_up {
+            let _ = writeln!(s, "# (the array of the previous case is still up)");
+        }
+        for st in script::select(raidlab_target::host::steps(case, members, out, rep), reuse) {
+            let _ = writeln!(s, "{}", st.shell());
+        }
+        if reuse.keep_up {
+            let _ = writeln!(s, "# (the array stays up for the next case)");
         }
     }
     crate::print_stdout(s.as_bytes())
+}
+
+/// Measure (or read back) the per-disk baseline and warn about uneven members.
+fn baseline(host: &HostTarget, secs: u64, quiet: bool) -> Result<()> {
+    let stop = AtomicBool::new(false);
+    let pb = crate::progress::timed(secs * 2 * host.devices().len() as u64, quiet);
+    let phase = |p: &str| pb.set_message(p.to_string());
+    let done = AtomicBool::new(false);
+    let tick = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                pb.set_position(pb.elapsed().as_secs().min(pb.length().unwrap_or(0)));
+            }
+        });
+        let r = host.baseline(
+            secs,
+            &RunContext {
+                stop: &stop,
+                phase: &phase,
+                next: None,
+            },
+        );
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    pb.finish_and_clear();
+    let b = tick?;
+    for m in &b.members {
+        eprintln!(
+            "baseline {}: {:.0} IOPS 4k random read, {:.0} MiB/s sequential read",
+            m.device, m.randread_iops, m.read_mib_s
+        );
+    }
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
 }

@@ -66,7 +66,9 @@ fn plan_script_is_valid_bash_with_every_step() {
         .unwrap();
     assert!(out.status.success());
     let script = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(script.matches("mdadm --create").count(), 8);
+    // Four levels × two workloads: each array is built once and runs both workloads.
+    assert_eq!(script.matches("mdadm --create").count(), 4);
+    assert_eq!(script.matches("fio --output-format=json").count(), 8);
     for needle in [
         "hdparm -W 0",
         "mkfs.xfs -f -K -d su=512k,sw=6",

@@ -99,8 +99,11 @@ impl Lab {
 
     fn raidlab(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab"));
-        c.args(args)
-            .env("RAIDLAB_STATE_DIR", self.path().join("state"))
+        c.args(args);
+        if args[0] == "run" && !args.contains(&"--baseline") {
+            c.args(["--baseline", "0"]);
+        }
+        c.env("RAIDLAB_STATE_DIR", self.path().join("state"))
             .env_remove("RAIDLAB_FAULT_KILL_IN");
         for (k, v) in env {
             c.env(k, v);
@@ -206,7 +209,7 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
     let lab = Lab::new(6);
     let plan = lab.plan(
         6,
-        "[arrays]\nengine = \"btrfs\"\nlevel = [\"raid0\", \"raid1\", \"raid10\", \"raid5\", \"raid6\"]\nwrite_cache = \"off\"\n[workloads]\nrw = \"randwrite\"\nsize = \"64m\"\nruntime = \"1s\"\niodepth = 4\n",
+        "[[arrays]]\nengine = \"btrfs\"\nlevel = [\"raid0\", \"raid1\", \"raid10\", \"raid5\", \"raid6\"]\nwrite_cache = \"off\"\n[[arrays]]\nlevel = \"single\"\nfilesystem = [\"xfs\", \"ext4\"]\ndisks = 1\n[workloads]\nrw = [\"randwrite\", \"randread\"]\nsize = \"64m\"\nruntime = \"1s\"\niodepth = 4\n",
     );
     let before: Vec<String> = (0..6).map(|i| lab.cache(i)).collect();
     let o = lab.raidlab(
@@ -216,16 +219,46 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
             "--target",
             "host",
             "--quiet",
+            "--baseline",
+            "1s",
             "--out",
             lab.out().to_str().unwrap(),
         ],
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
-    let rows = csv_rows(&lab);
-    assert_eq!(rows.len(), 5, "one row per level");
-    let wi = column(&lab, "write_iops");
+    // The per-disk baseline came first, one entry per member, with real figures.
+    let b: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(lab.out().join("baseline.json")).unwrap()).unwrap();
+    assert_eq!(b["members"].as_array().unwrap().len(), 6);
+    for m in b["members"].as_array().unwrap() {
+        assert!(m["randread_iops"].as_f64().unwrap() > 0.0, "{m}");
+        assert!(m["read_mib_s"].as_f64().unwrap() > 0.0, "{m}");
+    }
+    let mut rows = csv_rows(&lab);
     let level = column(&lab, "level");
+    let fs = column(&lab, "filesystem");
+    let mut singles: Vec<&str> = rows
+        .iter()
+        .filter(|r| r[level] == "single")
+        .map(|r| r[fs].as_str())
+        .collect();
+    singles.sort();
+    assert_eq!(
+        singles,
+        ["ext4", "ext4", "xfs", "xfs"],
+        "single disks with xfs and ext4"
+    );
+    rows.retain(|r| r[level] != "single" && r[column(&lab, "rw")] == "randwrite");
+    assert_eq!(rows.len(), 5, "one randwrite row per btrfs level");
+    // Each array was built once and ran both workloads (the journal shows every mkfs).
+    let journal = std::fs::read_to_string(lab.out().join("host-journal.jsonl")).unwrap();
+    let built = journal
+        .lines()
+        .filter(|l| l.contains("\"op\":\"open\"") && l.contains("\"phase\":\"mkfs\""))
+        .count();
+    assert_eq!(built, 5 + 2, "one mkfs per array, not per case");
+    let wi = column(&lab, "write_iops");
     let target = column(&lab, "target");
     let mut levels: Vec<&str> = rows.iter().map(|r| r[level].as_str()).collect();
     levels.sort();
@@ -241,16 +274,12 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with("-host.json"))
         .collect();
-    assert_eq!(raw.len(), 5, "{raw:?}");
+    assert_eq!(raw.len(), 14, "{raw:?}");
     for p in &raw {
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
         assert!(v["fio version"].as_str().unwrap().starts_with("fio-"));
-        assert_eq!(
-            v["jobs"][0]["job options"]["rw"]
-                .as_str()
-                .or(v["global options"]["rw"].as_str()),
-            Some("randwrite")
-        );
+        let rw = v["global options"]["rw"].as_str();
+        assert!(matches!(rw, Some("randwrite" | "randread")), "{rw:?}");
     }
     // Nothing left behind: no mount, no signature, caches as they were, journal clean.
     assert!(lab.mounts_below().is_empty());
@@ -430,4 +459,89 @@ fn kill_9_in_every_phase_then_cleanup_and_resume() {
         assert_eq!(rows.len(), 2, "phase {phase}: each case exactly once");
         assert!(lab.mounts_below().is_empty());
     }
+}
+
+#[test]
+fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::new(2);
+    let plan = lab.plan(
+        2,
+        "[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"randwrite\"\nsize = \"32m\"\nruntime = \"8s\"\n",
+    );
+    let before = (lab.cache(0), lab.cache(1));
+    let out = lab.out();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "host",
+            "--quiet",
+            "--baseline",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("RAIDLAB_STATE_DIR", lab.path().join("state"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The job file is written just before fio starts.
+    let t0 = std::time::Instant::now();
+    let job_written = || {
+        std::fs::read_dir(out.join(".host"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_dir(d.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| f.path().extension().is_some_and(|e| e == "fio"))
+            })
+    };
+    while !job_written() {
+        assert!(t0.elapsed().as_secs() < 60, "fio never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SIGINT to the raidlab this test started, by its pid.
+    assert!(sh(&format!("kill -INT {}", child.id())).status.success());
+    let signalled = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        signalled.elapsed().as_secs() < 6,
+        "fio was not stopped: waited {:?}",
+        signalled.elapsed()
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--resume"),
+        "{}",
+        text(&o)
+    );
+    assert!(lab.mounts_below().is_empty());
+    assert_eq!(lab.signatures(0), "");
+    assert_eq!((lab.cache(0), lab.cache(1)), before);
+    assert_eq!(csv_rows(&lab).len(), 0, "an interrupted case is not stored");
+    let o = lab.raidlab(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "host",
+            "--quiet",
+            "--resume",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv_rows(&lab).len(), 1);
 }

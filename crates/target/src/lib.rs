@@ -40,6 +40,9 @@ pub struct RunContext<'a> {
     pub stop: &'a AtomicBool,
     /// Report the phase now running (`mkfs`, `fio`, …) for the progress line.
     pub phase: &'a (dyn Fn(&str) + Sync),
+    /// The case this worker runs next, if any: a real target may leave the array up
+    /// for it.
+    pub next: Option<&'a Case>,
 }
 
 /// Where cases run. Implementations must be usable from several threads at once when
@@ -49,6 +52,11 @@ pub trait Target: Sync {
     fn name(&self) -> &'static str;
     /// How many cases may run at once (the simulator: one per core; real disks: one).
     fn parallel(&self) -> usize;
+    /// Called once after the last case (also after an interrupt): release what is still
+    /// standing.
+    fn finish(&self) -> Result<(), TargetError> {
+        Ok(())
+    }
     /// Run one repetition of a case.
     fn run_case(
         &self,

@@ -388,6 +388,8 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
                 format!("--filename={target_file}"),
                 "--rw=write".into(),
                 "--bs=1m".into(),
+                // Deep enough that raid5/6 see full stripes and the layout takes seconds.
+                "--iodepth=16".into(),
                 "--direct=1".into(),
                 format!("--ioengine={}", w.ioengine),
                 format!("--size={}", w.size.to_fio()),
@@ -477,6 +479,65 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
     steps
 }
 
+/// Which parts of a case's steps run when consecutive cases share one array, as the
+/// seeds ran every workload on an array before building the next: building (and, on real
+/// disks, resyncing) an array per workload would cost hours and measure nothing new.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reuse {
+    /// The array is already built, its caches set, its file system mounted.
+    pub array_up: bool,
+    /// The test region is already laid out (written) by an earlier case.
+    pub laid_out: bool,
+    /// The next case uses the same array: leave it up.
+    pub keep_up: bool,
+}
+
+/// Drop the steps `reuse` makes unnecessary.
+pub fn select(steps: Vec<Step>, reuse: Reuse) -> Vec<Step> {
+    steps
+        .into_iter()
+        .filter(|s| match s.phase {
+            Phase::Cache | Phase::Create | Phase::Resync | Phase::Mkfs | Phase::Mount => {
+                !reuse.array_up
+            }
+            Phase::Layout => !reuse.laid_out,
+            Phase::Teardown => !reuse.keep_up,
+            Phase::Fio => true,
+        })
+        .collect()
+}
+
+/// Whether two cases run on the same array (same spec, same disks).
+pub fn same_array(a: &Case, b: &Case) -> bool {
+    a.array == b.array && a.disks == b.disks
+}
+
+/// The reuse each case of a sequence gets when nothing fails: what `plan --script` and
+/// `run --dry-run` print, and what the host target does.
+pub fn reuse_sequence(cases: &[&Case]) -> Vec<Reuse> {
+    let mut laid: Option<(u64, u64)> = None;
+    let mut out = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        let w = &case.workload;
+        let region = (w.offset.0, w.offset.0 + w.size.0);
+        let array_up = i > 0 && same_array(cases[i - 1], case);
+        if !array_up {
+            laid = None;
+        }
+        let reuse = Reuse {
+            array_up,
+            laid_out: laid.is_some_and(|(a, b)| a <= region.0 && region.1 <= b),
+            keep_up: cases.get(i + 1).is_some_and(|n| same_array(n, case)),
+        };
+        let lays_out = case.array.filesystem != Filesystem::None || w.rw.reads();
+        if lays_out && !reuse.laid_out {
+            laid = Some(region);
+        }
+        out.push(reuse);
+    }
+    out
+}
+
 /// A bash script of every case and repetition of a plan, for a person to read and run.
 pub fn plan_script(plan: &Plan) -> String {
     let mut s = String::new();
@@ -513,29 +574,36 @@ pub fn plan_script(plan: &Plan) -> String {
         "# Each disk's write-cache setting now, to restore afterwards."
     );
     let _ = writeln!(s, "CACHE=()\nfor d in \"${{DISK[@]}}\"; do CACHE+=(\"$(hdparm -W \"$d\" | awk '/write-caching/ {{print ($3 == 1)}}')\"); done\n");
-    for rep in 0..plan.run.repeat {
-        for case in plan.cases() {
-            let members: Vec<String> = (0..case.array.disks as usize)
-                .map(|i| format!("\"${{DISK[{i}]}}\""))
-                .collect();
-            let _ = writeln!(
-                s,
-                "# ── case {} · {} · repetition {}",
-                case.id,
-                case.label(),
-                rep + 1
-            );
-            let result = format!("{}-r{}.json", case.id, rep + 1);
-            let mut last = None;
-            for st in case_steps(case, &members, &Paths::script(&result)) {
-                if last != Some(st.phase) {
-                    let _ = writeln!(s, "# {}", st.phase.name());
-                    last = Some(st.phase);
-                }
-                let _ = writeln!(s, "{}", st.shell());
-            }
-            s.push('\n');
+    let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
+        .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
+        .collect();
+    let cases: Vec<&Case> = todo.iter().map(|(c, _)| *c).collect();
+    for (&(case, rep), reuse) in todo.iter().zip(reuse_sequence(&cases)) {
+        let members: Vec<String> = (0..case.array.disks as usize)
+            .map(|i| format!("\"${{DISK[{i}]}}\""))
+            .collect();
+        let _ = writeln!(
+            s,
+            "# ── case {} · {} · repetition {rep}",
+            case.id,
+            case.label()
+        );
+        if reuse.array_up {
+            let _ = writeln!(s, "# (the array of the previous case is still up)");
         }
+        let result = format!("{}-r{rep}.json", case.id);
+        let mut last = None;
+        for st in select(case_steps(case, &members, &Paths::script(&result)), reuse) {
+            if last != Some(st.phase) {
+                let _ = writeln!(s, "# {}", st.phase.name());
+                last = Some(st.phase);
+            }
+            let _ = writeln!(s, "{}", st.shell());
+        }
+        if reuse.keep_up {
+            let _ = writeln!(s, "# (the array stays up for the next case)");
+        }
+        s.push('\n');
     }
     s
 }
@@ -589,6 +657,40 @@ mod tests {
         assert!(s.contains("mdadm --zero-superblock"));
         assert!(s.contains("hdparm -W \"${CACHE[5]}\" \"${DISK[5]}\"  # restore"));
         assert!(s.find("umount").unwrap() < s.find("mdadm --stop").unwrap());
+    }
+
+    #[test]
+    fn consecutive_cases_share_their_array_and_its_layout() {
+        let text = "name = \"t\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\n[arrays]\nlevel = [\"raid0\", \"raid5\"]\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nsize = \"1g\"\n[[workloads]]\nrw = \"read\"\nsize = \"2g\"\n";
+        let p = Plan::parse(text, Path::new("t.toml")).unwrap();
+        let cases: Vec<&Case> = p.cases().iter().collect();
+        assert_eq!(cases.len(), 6);
+        let r = reuse_sequence(&cases);
+        let flags: Vec<(bool, bool, bool)> = r
+            .iter()
+            .map(|r| (r.array_up, r.laid_out, r.keep_up))
+            .collect();
+        // raid0: build + lay out 1g; reuse both; a larger region is laid out again; teardown.
+        assert_eq!(
+            flags[..3],
+            [
+                (false, false, true),
+                (true, true, true),
+                (true, false, false)
+            ]
+        );
+        assert_eq!(
+            flags[3],
+            (false, false, true),
+            "a new array starts from scratch"
+        );
+        let s = plan_script(&p);
+        assert_eq!(
+            s.matches("mdadm --create").count(),
+            2,
+            "one array per level"
+        );
+        assert_eq!(s.matches("--name=layout").count(), 4);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! with its undo before it runs ([`journal`]); a failure or Ctrl-C tears down what was
 //! built; a SIGKILL leaves a journal that `raidlab cleanup` replays.
 
+pub mod baseline;
 pub mod cache;
 pub mod devices;
 pub mod exec;
@@ -37,8 +38,19 @@ pub struct HostConfig {
     pub destroy: BTreeSet<String>,
 }
 
+/// An array left up for the next case.
+struct Standing {
+    case: Case,
+    opened: Vec<Undo>,
+    cache_was: Vec<Option<bool>>,
+    resync_seconds: Option<f64>,
+    /// The region laid out on it: (offset, end) in bytes of the test file or array.
+    laid: Option<(u64, u64)>,
+}
+
 pub struct HostTarget {
     cfg: HostConfig,
+    standing: Mutex<Option<Standing>>,
     journal: Mutex<Journal>,
     tools: serde_json::Value,
     fault: Option<Phase>,
@@ -110,11 +122,64 @@ impl HostTarget {
             "mkfs.ext4": version(&["mkfs.ext4", "-V"]),
         });
         Ok(HostTarget {
+            standing: Mutex::new(None),
             journal: Mutex::new(Journal::open(&cfg.out).map_err(host_err)?),
             cfg,
             tools,
             fault,
         })
+    }
+
+    /// The per-disk baseline of every plan device, measured once per results directory
+    /// (`baseline.json`, never rewritten: a resumed run reads it back).
+    pub fn baseline(
+        &self,
+        runtime_s: u64,
+        cx: &RunContext,
+    ) -> Result<baseline::Baseline, TargetError> {
+        let path = self.cfg.out.join(baseline::FILE);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return serde_json::from_str(&text).map_err(|e| {
+                host_err(format!(
+                    "{}: unreadable ({e}); move it away to measure again",
+                    path.display()
+                ))
+            });
+        }
+        let devs: Vec<(String, Option<String>)> = self
+            .ids(&self.cfg.devices)
+            .into_iter()
+            .map(|d| (d.path, d.serial))
+            .collect();
+        let work = self.cfg.out.join(".host").join("baseline");
+        let b = baseline::run(&devs, runtime_s, &work, cx.stop, cx.phase).map_err(|e| {
+            if e == "interrupted" {
+                TargetError::Interrupted
+            } else {
+                host_err(e)
+            }
+        })?;
+        let json = serde_json::to_vec_pretty(&b).expect("baseline serialises");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &json).and_then(|_| f.sync_all()))
+            .map_err(|e| host_err(format!("cannot write {}: {e}", path.display())))?;
+        let _ = std::fs::remove_dir_all(&work);
+        Ok(b)
+    }
+
+    fn take_standing(&self) -> Option<Standing> {
+        self.standing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// The plan's devices.
+    pub fn devices(&self) -> &[String] {
+        &self.cfg.devices
     }
 
     fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
@@ -152,7 +217,8 @@ struct Running<'a> {
     members: &'a [String],
     work: PathBuf,
     opened: Vec<Undo>,
-    commands: Vec<String>,
+    /// Each step run: phase, shell form, seconds it took.
+    commands: Vec<serde_json::Value>,
     cache_was: Vec<Option<bool>>,
     resync_seconds: Option<f64>,
     step_no: usize,
@@ -172,7 +238,7 @@ impl HostTarget {
                 .open_entry(&r.case.id.0, s.phase, u, self.ids(&devs))?;
             r.opened.push(u.clone());
         }
-        r.commands.push(s.shell());
+        let started = Instant::now();
         match &s.action {
             Action::Run { argv, may_fail } => {
                 let log = r.work.join(format!("step-{:02}.log", r.step_no));
@@ -250,6 +316,11 @@ impl HostTarget {
                 std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?;
             }
         }
+        r.commands.push(serde_json::json!({
+            "phase": s.phase.name(),
+            "command": s.shell(),
+            "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        }));
         if let Some(u) = &s.closes {
             self.journal().close_entry(u)?;
             if let Some(i) = r.opened.iter().rposition(|o| o == u) {
@@ -298,6 +369,19 @@ impl Target for HostTarget {
         1
     }
 
+    fn finish(&self) -> Result<(), TargetError> {
+        if let Some(st) = self.take_standing() {
+            let mut opened = st.opened;
+            let mut errors = Vec::new();
+            self.unwind(&mut opened, &mut errors);
+            self.journal().deregister_if_clean();
+            if !errors.is_empty() {
+                return Err(host_err(errors.join("\n  ")));
+            }
+        }
+        Ok(())
+    }
+
     fn run_case(
         &self,
         case: &Case,
@@ -313,25 +397,55 @@ impl Target for HostTarget {
                 self.cfg.devices.len()
             )));
         }
-        guard::check_plan(members, &self.cfg.destroy).map_err(host_err)?;
         let work = work_dir(&self.cfg.out, case, repetition);
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work)
             .map_err(|e| host_err(format!("cannot create {}: {e}", work.display())))?;
         let result = work.join("fio.json");
-        let steps = steps(case, members, &self.cfg.out, repetition);
+        let mut standing = self.take_standing();
+        if let Some(st) = standing.take_if(|st| !script::same_array(&st.case, case)) {
+            (cx.phase)("teardown");
+            let mut opened = st.opened;
+            let mut errors = Vec::new();
+            self.unwind(&mut opened, &mut errors);
+            if !errors.is_empty() {
+                return Err(host_err(errors.join("\n  ")));
+            }
+        }
+        if standing.is_none() {
+            // Before building anything, every member again (the array left up for this
+            // case is ours, and fails these checks by design).
+            guard::check_plan(members, &self.cfg.destroy).map_err(host_err)?;
+        }
+        let w = &case.workload;
+        let region = (w.offset.0, w.offset.0 + w.size.0);
+        let reuse = script::Reuse {
+            array_up: standing.is_some(),
+            laid_out: standing
+                .as_ref()
+                .and_then(|s| s.laid)
+                .is_some_and(|(a, b)| a <= region.0 && region.1 <= b),
+            keep_up: cx.next.is_some_and(|n| script::same_array(n, case)),
+        };
+        let steps = script::select(steps(case, members, &self.cfg.out, repetition), reuse);
+        let lays_out = steps.iter().any(|s| s.phase == Phase::Layout);
         let before = serde_json::json!({
             "members": self.member_state(members),
             "mdstat": read_opt("/proc/mdstat"),
         });
+        let laid_before = standing.as_ref().and_then(|s| s.laid);
+        let (opened, cache_was, resync_seconds) = match standing {
+            Some(st) => (st.opened, st.cache_was, st.resync_seconds),
+            None => (Vec::new(), vec![None; members.len()], None),
+        };
         let mut r = Running {
             case,
             members,
             work: work.clone(),
-            opened: Vec::new(),
+            opened,
             commands: Vec::new(),
-            cache_was: vec![None; members.len()],
-            resync_seconds: None,
+            cache_was,
+            resync_seconds,
             step_no: 0,
         };
         let mut during = serde_json::Value::Null;
@@ -397,6 +511,16 @@ impl Target for HostTarget {
         }
         let fio_json = std::fs::read(&result)
             .map_err(|e| host_err(format!("fio wrote no result {}: {e}", result.display())))?;
+        if reuse.keep_up {
+            let laid = if lays_out { Some(region) } else { laid_before };
+            *self.standing.lock().unwrap_or_else(|e| e.into_inner()) = Some(Standing {
+                case: case.clone(),
+                opened: std::mem::take(&mut r.opened),
+                cache_was: r.cache_was.clone(),
+                resync_seconds: r.resync_seconds,
+                laid,
+            });
+        }
         let mut logs = Vec::new();
         if let Ok(l) = std::fs::read(work.join("raidlab_iops.log")) {
             logs.push(("iops.log".to_string(), l));
@@ -415,6 +539,8 @@ impl Target for HostTarget {
             "write_cache_before": r.cache_was,
             "resync_seconds": r.resync_seconds,
             "resync_during_fio": resync_during,
+            "array_reused": reuse.array_up,
+            "laid_out_by_earlier_case": reuse.laid_out,
             "commands": r.commands,
         });
         let _ = std::fs::remove_dir_all(&work);
