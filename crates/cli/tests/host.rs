@@ -473,7 +473,7 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
     );
     let before = (lab.cache(0), lab.cache(1));
     let out = lab.out();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
         .args([
             "run",
             plan.to_str().unwrap(),
