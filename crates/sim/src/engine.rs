@@ -7,25 +7,59 @@
 
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
-use crate::md::{plan_stripe, Geometry, Piece, ROW};
-use crate::slab::Slab;
+use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
+use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How long md holds a partial-stripe write hoping the rest of the stripe arrives
 /// (the block layer's unplug, roughly), unless full-stripe writes are in flight.
 const PLUG_DELAY: Nanos = Nanos(100_000);
 
+/// Events kept in the heap. md's plug timers (`Flush`) all fire a fixed delay after they
+/// are set, so they arrive in time order and wait in a FIFO instead (`Timer`); the run
+/// loop takes whichever of heap and FIFO is first by (time, sequence number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Issue { slot: u32 },
     Dev { disk: u32, token: u64 },
-    Flush { stripe: u64, gen: u64 },
 }
+
+/// A plug timer of a stripe (by pool index) for the open write set of generation `gen`.
+#[derive(Debug, Clone, Copy)]
+struct Timer {
+    at: Nanos,
+    seq: u64,
+    stripe: u32,
+    gen: u64,
+}
+
+/// Stripe numbers are already well spread; a multiply-fold hash is all the map needs
+/// (SipHash was a tenth of the run time).
+#[derive(Default)]
+struct StripeHasher(u64);
+
+impl Hasher for StripeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        let m = (self.0 ^ x) as u128 * 0x9E37_79B9_7F4A_7C15u128;
+        self.0 = (m >> 64) as u64 ^ m as u64;
+    }
+}
+
+type StripeMap = HashMap<u64, u32, BuildHasherDefault<StripeHasher>>;
 
 /// Figures of one direction, measured over the runtime (after ramp).
 #[derive(Debug, Clone, Default)]
@@ -58,16 +92,28 @@ struct HostIo {
     remaining: u32,
 }
 
+/// Member operations for some host I/Os, in up to two phases (pre-reads, then writes);
+/// pooled, so its buffers are reused.
+#[derive(Default)]
 struct Part {
     hosts: Vec<u32>,
-    phases: Vec<(bool, Vec<Piece>)>,
+    phases: [(bool, Vec<Piece>); 2],
+    phase_count: usize,
     phase: usize,
     pending: u32,
-    stripe: Option<u64>,
+    /// The stripe (pool index) whose write this is.
+    stripe: Option<u32>,
 }
 
-struct Pending {
-    written: Vec<Vec<u64>>,
+/// One stripe of a raid5/6 array in md's cache: an open set of writes being gathered, and
+/// the write in flight. Pooled and found through `Engine::stripe_index`.
+#[derive(Default)]
+struct Stripe {
+    number: u64,
+    /// An open write set exists (the fields below describe it).
+    open: bool,
+    /// Per data unit, a bit per row written: `row_words` words each.
+    written: Vec<u64>,
     set_bits: u64,
     /// Bits when every row of every data unit is written: a full-stripe write.
     full_bits: u64,
@@ -77,11 +123,6 @@ struct Pending {
     armed: bool,
     /// Waiting on md's delayed list for pre-reads to be allowed.
     delayed: bool,
-}
-
-#[derive(Default)]
-struct StripeSlot {
-    open: Option<Pending>,
     /// Stripe heads held by the write in flight, whether it was a full-stripe write, and
     /// whether it counts as a pre-reading stripe.
     flying: Option<(u64, bool, bool)>,
@@ -91,6 +132,7 @@ pub struct Engine {
     now: Nanos,
     seq: u64,
     heap: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
+    timers: VecDeque<Timer>,
     devices: Vec<Device>,
     geo: Geometry,
     rw: Rw,
@@ -101,8 +143,13 @@ pub struct Engine {
     jobs: Vec<(ChaCha8Rng, u64)>,
     slot_job: Vec<u32>,
     hosts: Slab<HostIo>,
-    parts: Slab<Part>,
-    stripes: HashMap<u64, StripeSlot>,
+    parts: Pool<Part>,
+    stripes: Pool<Stripe>,
+    stripe_index: StripeMap,
+    /// Scratch buffers of the request path.
+    plan_scratch: PlanScratch,
+    copies: Vec<(u32, u64)>,
+    row_mask: Vec<u64>,
     stripe_gen: u64,
     rows_in_use: u64,
     cache_rows: u64,
@@ -111,7 +158,7 @@ pub struct Engine {
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
     preread_active: u32,
-    delayed: Vec<u64>,
+    delayed: Vec<u32>,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -156,6 +203,7 @@ impl Engine {
             now: Nanos(0),
             seq: 0,
             heap: BinaryHeap::new(),
+            timers: VecDeque::new(),
             devices,
             rw: w.rw,
             rwmixread: w.rwmixread,
@@ -164,8 +212,12 @@ impl Engine {
             jobs,
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
-            parts: Slab::new(),
-            stripes: HashMap::new(),
+            parts: Pool::new(),
+            stripes: Pool::new(),
+            stripe_index: StripeMap::default(),
+            plan_scratch: PlanScratch::default(),
+            copies: Vec::new(),
+            row_mask: Vec::new(),
             stripe_gen: 0,
             rows_in_use: 0,
             cache_rows: spec.stripe_cache.unwrap_or(256) as u64,
@@ -191,11 +243,41 @@ impl Engine {
         self.heap.push(Reverse((at, self.seq, ev)));
     }
 
+    /// Arm a stripe's plug timer, `PLUG_DELAY` from now.
+    fn schedule_timer(&mut self, stripe: u32, gen: u64) {
+        self.seq += 1;
+        let at = self.now + PLUG_DELAY;
+        debug_assert!(self.timers.back().is_none_or(|t| t.at <= at));
+        self.timers.push_back(Timer {
+            at,
+            seq: self.seq,
+            stripe,
+            gen,
+        });
+    }
+
     pub fn run(mut self) -> SimRun {
         for slot in 0..self.slot_job.len() as u32 {
             self.schedule(Nanos(0), Ev::Issue { slot });
         }
-        while let Some(Reverse((at, _, ev))) = self.heap.pop() {
+        loop {
+            let timer_first = match (self.heap.peek(), self.timers.front()) {
+                (Some(Reverse((at, seq, _))), Some(t)) => (t.at, t.seq) < (*at, *seq),
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => break,
+            };
+            if timer_first {
+                let t = self.timers.pop_front().expect("peeked");
+                if t.at > self.end {
+                    break;
+                }
+                self.now = t.at;
+                self.events += 1;
+                self.flush_timer(t.stripe, t.gen);
+                continue;
+            }
+            let Reverse((at, _, ev)) = self.heap.pop().expect("peeked");
             if at > self.end {
                 break;
             }
@@ -209,7 +291,6 @@ impl Engine {
                     self.drain(disk, &mut out);
                     self.out = out;
                 }
-                Ev::Flush { stripe, gen } => self.flush_timer(stripe, gen),
             }
         }
         SimRun {
@@ -269,8 +350,23 @@ impl Engine {
     }
 
     fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
+        if matches!(self.geo.level, Level::Raid5 | Level::Raid6) && write {
+            let sd = self.geo.stripe_data();
+            let end = offset + len;
+            let segments = end.div_ceil(sd) - offset / sd;
+            self.hosts.get(host).remaining = segments as u32;
+            let mut at = offset;
+            while at < end {
+                let stripe = at / sd;
+                let seg_end = ((stripe + 1) * sd).min(end);
+                self.stripe_write(host, stripe, at - stripe * sd, seg_end - stripe * sd);
+                at = seg_end;
+            }
+            return;
+        }
+        let part = self.alloc_part();
+        let mut pieces = std::mem::take(&mut self.parts.get(part).phases[0].1);
         let g = &self.geo;
-        let mut pieces = Vec::new();
         match g.level {
             Level::Single => pieces.push(Piece {
                 disk: 0,
@@ -288,17 +384,26 @@ impl Engine {
                 }
             }
             Level::Raid1 | Level::Raid1c3 | Level::Raid1c4 => {
-                let copies: Vec<(u32, u64)> = (0..g.disks).map(|d| (d, offset)).collect();
+                let mut copies = std::mem::take(&mut self.copies);
+                copies.clear();
+                copies.extend((0..g.disks).map(|d| (d, offset)));
                 self.copies_to_pieces(write, &copies, len, &mut pieces);
+                self.copies = copies;
             }
             Level::Raid10 => {
-                let chunks: Vec<(u64, u64)> = g.chunks(offset, len).collect();
-                for (off, l) in chunks {
-                    let copies = self.geo.raid10(off);
-                    self.copies_to_pieces(write, &copies, l, &mut pieces);
+                let mut copies = std::mem::take(&mut self.copies);
+                let mut at = offset;
+                let end = offset + len;
+                while at < end {
+                    let next = ((at / self.geo.chunk + 1) * self.geo.chunk).min(end);
+                    copies.clear();
+                    self.geo.raid10_into(at, &mut copies);
+                    self.copies_to_pieces(write, &copies, next - at, &mut pieces);
+                    at = next;
                 }
+                self.copies = copies;
             }
-            Level::Raid5 | Level::Raid6 if !write => {
+            Level::Raid5 | Level::Raid6 => {
                 for (off, l) in g.chunks(offset, len) {
                     let p = g.parity_map(off / g.chunk);
                     pieces.push(Piece {
@@ -308,33 +413,27 @@ impl Engine {
                     });
                 }
             }
-            Level::Raid5 | Level::Raid6 => {
-                let sd = g.stripe_data();
-                let mut at = offset;
-                let end = offset + len;
-                let mut segments = Vec::new();
-                while at < end {
-                    let stripe = at / sd;
-                    let seg_end = ((stripe + 1) * sd).min(end);
-                    segments.push((stripe, at - stripe * sd, seg_end - stripe * sd));
-                    at = seg_end;
-                }
-                self.hosts.get(host).remaining = segments.len() as u32;
-                for (stripe, s, e) in segments {
-                    self.stripe_write(host, stripe, s, e);
-                }
-                return;
-            }
         }
         self.hosts.get(host).remaining = 1;
-        let part = self.parts.insert(Part {
-            hosts: vec![host],
-            phases: vec![(write, pieces)],
-            phase: 0,
-            pending: 0,
-            stripe: None,
-        });
+        let p = self.parts.get(part);
+        p.hosts.push(host);
+        p.phases[0] = (write, pieces);
+        p.phase_count = 1;
         self.start_phase(part);
+    }
+
+    /// A part with empty buffers, ready to fill.
+    fn alloc_part(&mut self) -> u32 {
+        let id = self.parts.alloc();
+        let p = self.parts.get(id);
+        p.hosts.clear();
+        p.phases[0].1.clear();
+        p.phases[1].1.clear();
+        p.phase_count = 0;
+        p.phase = 0;
+        p.pending = 0;
+        p.stripe = None;
+        id
     }
 
     /// Writes go to every copy; a read goes to one, chosen by md's read balancing.
@@ -378,10 +477,13 @@ impl Engine {
 
     fn start_phase(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
-        let (write, pieces) = std::mem::take(&mut part.phases[part.phase]);
-        part.pending = pieces.len() as u32;
+        let phase = part.phase;
+        let (write, ref pieces) = part.phases[phase];
+        let n = pieces.len();
+        part.pending = n as u32;
         let mut out = std::mem::take(&mut self.out);
-        for p in pieces {
+        for i in 0..n {
+            let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
                 write,
                 offset: p.offset,
@@ -401,21 +503,24 @@ impl Engine {
             return;
         }
         part.phase += 1;
-        if part.phase < part.phases.len() {
+        if part.phase < part.phase_count {
             self.start_phase(part_id);
             return;
         }
-        let part = self.parts.remove(part_id);
         if let Some(stripe) = part.stripe {
             self.stripe_done(stripe);
         }
-        for h in part.hosts {
+        // The part stays allocated until its hosts are done, so its buffer is not reused
+        // by the I/Os they issue.
+        for i in 0..self.parts.get(part_id).hosts.len() {
+            let h = self.parts.get(part_id).hosts[i];
             let host = self.hosts.get(h);
             host.remaining -= 1;
             if host.remaining == 0 {
                 self.host_done(h);
             }
         }
+        self.parts.release(part_id);
     }
 
     fn host_done(&mut self, h: u32) {
@@ -439,6 +544,11 @@ impl Engine {
 
     // ------------------------------------------------------------ raid5/6 stripe cache
 
+    /// The pool index of a stripe, if md holds it.
+    fn stripe_slot(&self, stripe: u64) -> Option<u32> {
+        self.stripe_index.get(&stripe).copied()
+    }
+
     /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head; when
     /// the cache is exhausted, writers wait until a quarter of it is free again (md's
     /// `R5_INACTIVE_BLOCKED` hysteresis).
@@ -451,107 +561,116 @@ impl Engine {
         }
         self.rows_in_use += rows_needed;
         let chunk = self.geo.chunk;
-        let rows_per_chunk = (chunk / ROW) as usize;
+        let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
-        let slot = self.stripes.entry(stripe).or_default();
-        let pending = slot.open.get_or_insert_with(|| Pending {
-            written: vec![vec![0; rows_per_chunk.div_ceil(64)]; dds],
-            set_bits: 0,
-            full_bits: (rows_per_chunk * dds) as u64,
-            rows: 0,
-            hosts: Vec::new(),
-            gen: 0,
-            armed: false,
-            delayed: false,
-        });
-        pending.rows += rows_needed;
+        let id = match self.stripe_slot(stripe) {
+            Some(id) => id,
+            None => {
+                let id = self.stripes.alloc();
+                let st = self.stripes.get(id);
+                st.number = stripe;
+                st.open = false;
+                st.flying = None;
+                self.stripe_index.insert(stripe, id);
+                id
+            }
+        };
+        let st = self.stripes.get(id);
+        if !st.open {
+            st.open = true;
+            st.written.clear();
+            st.written.resize(words * dds, 0);
+            st.set_bits = 0;
+            st.full_bits = ((chunk / ROW) as usize * dds) as u64;
+            st.rows = 0;
+            st.hosts.clear();
+            st.gen = 0;
+            st.armed = false;
+            st.delayed = false;
+        }
+        st.rows += rows_needed;
         for (dd, row) in touched(chunk, s, e) {
-            let word = &mut pending.written[dd][row / 64];
+            let word = &mut st.written[dd * words + row / 64];
             if *word >> (row % 64) & 1 == 0 {
                 *word |= 1 << (row % 64);
-                pending.set_bits += 1;
+                st.set_bits += 1;
             }
         }
-        pending.hosts.push(host);
-        self.settle(stripe);
+        st.hosts.push(host);
+        self.settle(id);
     }
 
     /// What an open stripe set does next: nothing while it waits on the delayed list; go out
     /// now when it is full and no write of the stripe is in flight; else wait (one timer per
     /// set, tagged with a fresh generation) for the rest of its data.
-    fn settle(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let flying = slot.flying.is_some();
-        let Some(p) = slot.open.as_mut() else { return };
-        if p.delayed {
+    fn settle(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        if !st.open || st.delayed {
             return;
         }
-        if p.set_bits == p.full_bits && !flying {
-            self.flush(stripe);
-        } else if !p.armed {
-            p.armed = true;
+        if st.set_bits == st.full_bits && st.flying.is_none() {
+            self.flush(id);
+        } else if !st.armed {
+            st.armed = true;
             self.stripe_gen += 1;
-            p.gen = self.stripe_gen;
-            let gen = p.gen;
-            self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
+            st.gen = self.stripe_gen;
+            let gen = st.gen;
+            self.schedule_timer(id, gen);
         }
     }
 
     /// Stripe heads a write to `[s, e)` adds: rows not yet held by the stripe's open set.
-    fn new_rows(&self, stripe: u64, s: u64, e: u64) -> u64 {
+    fn new_rows(&mut self, stripe: u64, s: u64, e: u64) -> u64 {
         let chunk = self.geo.chunk;
-        let rows_per_chunk = chunk / ROW;
-        let held = |row: u64| {
-            self.stripes
-                .get(&stripe)
-                .and_then(|st| st.open.as_ref())
-                .is_some_and(|p| {
-                    p.written
-                        .iter()
-                        .any(|w| w[(row / 64) as usize] >> (row % 64) & 1 == 1)
-                })
-        };
-        let mut rows = vec![false; rows_per_chunk as usize];
+        let words = row_words(&self.geo);
+        let mut mask = std::mem::take(&mut self.row_mask);
+        mask.clear();
+        mask.resize(words, 0);
         for (_, row) in touched(chunk, s, e) {
-            rows[row] = true;
+            mask[row / 64] |= 1 << (row % 64);
         }
-        rows.iter()
-            .enumerate()
-            .filter(|(r, &on)| on && !held(*r as u64))
-            .count() as u64
+        if let Some(id) = self.stripe_slot(stripe) {
+            let st = self.stripes.get(id);
+            if st.open {
+                for unit in st.written.chunks(words) {
+                    for (m, w) in mask.iter_mut().zip(unit) {
+                        *m &= !w;
+                    }
+                }
+            }
+        }
+        let rows = mask.iter().map(|m| m.count_ones() as u64).sum();
+        self.row_mask = mask;
+        rows
     }
 
-    fn flush_timer(&mut self, stripe: u64, gen: u64) {
-        let Some(slot) = self.stripes.get_mut(&stripe) else {
-            return;
-        };
-        let Some(p) = slot.open.as_mut() else { return };
-        if p.gen != gen {
+    fn flush_timer(&mut self, id: u32, gen: u64) {
+        let full_writes_flying = self.full_writes_flying;
+        let st = self.stripes.get(id);
+        if !st.open || st.gen != gen {
             return;
         }
-        if slot.flying.is_some() {
-            p.armed = false;
+        if st.flying.is_some() {
+            st.armed = false;
             return;
         }
-        if self.full_writes_flying > 0 {
+        if full_writes_flying > 0 {
             // md keeps partial stripes back while full-stripe writes proceed.
-            self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
+            self.schedule_timer(id, gen);
             return;
         }
-        self.flush(stripe);
+        self.flush(id);
     }
 
     /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
     /// joins md's delayed list (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
-    fn flush(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let p = slot.open.as_mut().expect("open stripe");
-        let plan = plan_stripe(&self.geo, stripe, &p.written);
-        if plan.reads.is_empty() {
-            self.launch(stripe, false);
+    fn flush(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        if !needs_reads(&self.geo, &st.written) {
+            self.launch(id, false);
         } else {
-            p.delayed = true;
-            self.delayed.push(stripe);
+            st.delayed = true;
+            self.delayed.push(id);
             self.activate_delayed();
         }
     }
@@ -560,41 +679,58 @@ impl Engine {
     /// no pre-reading stripe is active (`IO_THRESHOLD` = 1) and no full-stripe write is
     /// being handled. Random writes to raid5/6 therefore proceed in batches.
     fn activate_delayed(&mut self) {
-        if self.preread_active > 0 || self.full_writes_flying > 0 {
+        if self.preread_active > 0 || self.full_writes_flying > 0 || self.delayed.is_empty() {
             return;
         }
-        for stripe in std::mem::take(&mut self.delayed) {
+        let mut delayed = std::mem::take(&mut self.delayed);
+        for &id in &delayed {
             self.preread_active += 1;
-            self.launch(stripe, true);
+            self.launch(id, true);
+        }
+        delayed.clear();
+        if self.delayed.is_empty() {
+            self.delayed = delayed;
         }
     }
 
-    fn launch(&mut self, stripe: u64, preread: bool) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let p = slot.open.take().expect("open stripe");
-        let plan = plan_stripe(&self.geo, stripe, &p.written);
-        let full = plan.reads.is_empty();
-        slot.flying = Some((p.rows, full, preread));
-        let mut phases = Vec::with_capacity(2);
+    /// Send a stripe's open write set to the members; the stripe's buffers move to a part
+    /// and come back empty.
+    fn launch(&mut self, id: u32, preread: bool) {
+        let part_id = self.alloc_part();
+        let part = self.parts.get(part_id);
+        let st = self.stripes.get(id);
+        let [(r_write, reads), (w_write, writes)] = &mut part.phases;
+        plan_stripe_into(
+            &self.geo,
+            st.number,
+            &st.written,
+            reads,
+            writes,
+            &mut self.plan_scratch,
+        );
+        (*r_write, *w_write) = (false, true);
+        let full = reads.is_empty();
+        if full {
+            part.phases.swap(0, 1);
+            part.phase_count = 1;
+        } else {
+            part.phase_count = 2;
+        }
+        part.stripe = Some(id);
+        std::mem::swap(&mut part.hosts, &mut st.hosts);
+        st.open = false;
+        st.flying = Some((st.rows, full, preread));
         if full {
             self.full_writes_flying += 1;
-        } else {
-            phases.push((false, plan.reads));
         }
-        phases.push((true, plan.writes));
-        let part = self.parts.insert(Part {
-            hosts: p.hosts,
-            phases,
-            phase: 0,
-            pending: 0,
-            stripe: Some(stripe),
-        });
-        self.start_phase(part);
+        self.start_phase(part_id);
     }
 
-    fn stripe_done(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let (rows, full, preread) = slot.flying.take().expect("flying stripe");
+    fn stripe_done(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        let (rows, full, preread) = st.flying.take().expect("flying stripe");
+        let open = st.open;
+        let number = st.number;
         self.rows_in_use -= rows;
         if full {
             self.full_writes_flying -= 1;
@@ -602,10 +738,11 @@ impl Engine {
         if preread {
             self.preread_active -= 1;
         }
-        if slot.open.is_some() {
-            self.settle(stripe);
+        if open {
+            self.settle(id);
         } else {
-            self.stripes.remove(&stripe);
+            self.stripe_index.remove(&number);
+            self.stripes.release(id);
         }
         self.activate_delayed();
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
