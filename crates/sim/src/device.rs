@@ -119,6 +119,27 @@ fn count(stats: &mut DeviceStats, op: &MemberOp, latency: Nanos) {
 
 // ---------------------------------------------------------------- HDD
 
+// `floor`, `fract` and `ceil` of non-negative values, exact, without a libm call (the
+// disk model's hot path takes several per command).
+
+fn floor_pos(x: f64) -> f64 {
+    debug_assert!(x >= 0.0);
+    (x as u64) as f64
+}
+
+fn fract_pos(x: f64) -> f64 {
+    x - floor_pos(x)
+}
+
+fn ceil_pos(x: f64) -> u64 {
+    let t = x as u64;
+    if (t as f64) < x {
+        t + 1
+    } else {
+        t
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Zone {
     start: u64,
@@ -135,6 +156,11 @@ struct Queued {
     arrival: Nanos,
     /// Internal destage of cached write data (no host completion).
     destage: bool,
+    /// Where the command's data lies (cylinder, angle in its track) and its media transfer
+    /// time: fixed per command, so worked out once, not at every queue scan.
+    cyl: f64,
+    angle: f64,
+    transfer: f64,
 }
 
 const ACK: u64 = 1 << 63;
@@ -225,7 +251,12 @@ impl Hdd {
 
     fn cylinder(&self, offset: u64) -> f64 {
         let (i, z) = self.zone(offset);
-        i as f64 * self.cyl_per_zone + ((offset - z.start) as f64 / z.bytes_per_cyl).floor()
+        self.cylinder_in(i, z, offset)
+    }
+
+    /// `cylinder` for an offset already known to lie in zone `i`.
+    fn cylinder_in(&self, i: usize, z: &Zone, offset: u64) -> f64 {
+        i as f64 * self.cyl_per_zone + floor_pos((offset - z.start) as f64 / z.bytes_per_cyl)
     }
 
     /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
@@ -247,39 +278,42 @@ impl Hdd {
     }
 
     /// Angle of an offset within its track, as a fraction of a revolution.
-    fn angle(&self, offset: u64) -> f64 {
-        let (_, z) = self.zone(offset);
-        ((offset - z.start) as f64 / z.track).fract()
+    fn angle_in(z: &Zone, offset: u64) -> f64 {
+        fract_pos((offset - z.start) as f64 / z.track)
     }
 
     fn angle_at(&self, t: f64) -> f64 {
-        (t / self.period + self.phase).fract()
+        fract_pos(t / self.period + self.phase)
     }
 
     /// Time from `now` until the data transfer of `q` can start, and its transfer time.
     fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
-        let (_, z) = self.zone(q.op.offset);
-        let transfer = q.op.len as f64 / z.rate;
         if q.op.offset == self.last_end {
             // Streaming on from the previous transfer: the firmware overlaps the command.
-            return (0.0, transfer);
+            return (0.0, q.transfer);
         }
         let mut t = self.p.overhead.0 as f64;
-        t += self.seek((self.cylinder(q.op.offset) - self.head_cyl).abs());
+        t += self.seek((q.cyl - self.head_cyl).abs());
         if q.op.write {
             t += self.p.write_settle.0 as f64;
         }
         let here = self.angle_at(now.0 as f64 + t);
-        let wait = (self.angle(q.op.offset) - here).rem_euclid(1.0) * self.period;
-        (t + wait, transfer)
+        // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.
+        let ahead = q.angle - here;
+        let wait = if ahead < 0.0 { ahead + 1.0 } else { ahead } * self.period;
+        (t + wait, q.transfer)
     }
 
     fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
         self.pending += 1;
+        let (i, z) = self.zone(op.offset);
         let q = Queued {
             op,
             arrival: now,
             destage: false,
+            cyl: self.cylinder_in(i, z, op.offset),
+            angle: Self::angle_in(z, op.offset),
+            transfer: op.len as f64 / z.rate,
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
@@ -325,7 +359,7 @@ impl Hdd {
         } else {
             self.queue.swap_remove(i)
         };
-        let service = Nanos((pos + xfer).ceil() as u64);
+        let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
         self.busy = Some((q, now + service));
         out.wakes.push((now + service, SERVICE_DONE));

@@ -285,7 +285,7 @@ pub fn plan_stripe_into(
     let first = g.parity_map(stripe * dds as u64);
     let parity = [first.parity, first.q.unwrap_or(first.parity)];
     let parity = &parity[..1 + first.q.is_some() as usize];
-    let member_of = |dd: usize| g.parity_map(stripe * dds as u64 + dd as u64).data_disk as usize;
+    let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
     // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
     let cells = g.disks as usize * words;
     let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
@@ -339,6 +339,9 @@ pub fn plan_stripe_into(
 fn merge_rows(bits: &[u64], words: usize, base: u64, out: &mut Vec<Piece>) {
     out.clear();
     for (disk, b) in bits.chunks(words).enumerate() {
+        if b.iter().all(|&w| w == 0) {
+            continue;
+        }
         for_each_run(b, |start, end| {
             out.push(Piece {
                 disk: disk as u32,
