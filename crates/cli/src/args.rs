@@ -103,6 +103,12 @@ pub struct SimArgs {
     /// Member write caches: off or on.
     #[arg(long, default_value = "off")]
     pub write_cache: String,
+    /// md write-intent bitmap: none or internal.
+    #[arg(long, default_value = "none")]
+    pub bitmap: String,
+    /// md's initial resync: wait (finished before the workload), assume-clean, or during.
+    #[arg(long, default_value = "wait")]
+    pub resync: String,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
     #[arg(long, default_value = "randread")]
     pub rw: String,

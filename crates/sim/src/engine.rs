@@ -5,11 +5,13 @@
 //! replay identically; every random stream is a ChaCha8 generator seeded from the run's
 //! seed and the component's number. Same case + seed ⇒ same events ⇒ same bytes out.
 
+use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
 use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
+use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -26,8 +28,15 @@ const PLUG_DELAY: Nanos = Nanos(100_000);
 /// loop takes whichever of heap and FIFO is first by (time, sequence number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    Issue { slot: u32 },
-    Dev { disk: u32, token: u64 },
+    Issue {
+        slot: u32,
+    },
+    Dev {
+        disk: u32,
+        token: u64,
+    },
+    /// md's bitmap daemon pass.
+    BitmapDaemon,
 }
 
 /// A plug timer of a stripe (by pool index) for the open write set of generation `gen`.
@@ -88,8 +97,21 @@ struct HostIo {
     slot: u32,
     submit: Nanos,
     write: bool,
+    offset: u64,
     len: u64,
     remaining: u32,
+}
+
+/// What a part's completion means.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// Host I/O (and, for raid5/6, a stripe's write).
+    #[default]
+    Host,
+    /// The bitmap page written on every member before waiting writes may go.
+    BitmapFlush,
+    /// The daemon's lazy write of cleared bits: nobody waits for it.
+    BitmapClear,
 }
 
 /// Member operations for some host I/Os, in up to two phases (pre-reads, then writes);
@@ -103,6 +125,7 @@ struct Part {
     pending: u32,
     /// The stripe (pool index) whose write this is.
     stripe: Option<u32>,
+    job: Job,
 }
 
 /// One stripe of a raid5/6 array in md's cache: an open set of writes being gathered, and
@@ -159,6 +182,10 @@ pub struct Engine {
     /// md's `preread_active_stripes` and `delayed_list`.
     preread_active: u32,
     delayed: Vec<u32>,
+    /// md's write-intent bitmap, when the array has one; host writes waiting for a flush
+    /// (flush number, host, offset, length).
+    bitmap: Option<Bitmap>,
+    bitmap_waiting: Vec<(u64, u32, u64, u64)>,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -175,6 +202,14 @@ fn touched(chunk: u64, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)> {
         let at = r * ROW;
         ((at / chunk) as usize, ((at % chunk) / ROW) as usize)
     })
+}
+
+/// What md's bitmap covers: each member's data for raid1/5/6, the array for raid10.
+fn bitmap_space(g: &Geometry) -> u64 {
+    match g.level {
+        Level::Raid10 => g.member * g.disks as u64 / g.copies() as u64,
+        _ => g.member,
+    }
 }
 
 fn stream(seed: u64, component: u64) -> ChaCha8Rng {
@@ -194,6 +229,9 @@ impl Engine {
             })
             .collect();
         let geo = Geometry::new(spec, member);
+        let bitmap = (spec.bitmap == BitmapSetting::Internal
+            && !matches!(spec.level, Level::Single | Level::Raid0))
+        .then(|| Bitmap::new(bitmap_space(&geo)));
         let jobs = (0..w.numjobs)
             .map(|j| (stream(seed, j as u64), w.offset.0))
             .collect();
@@ -226,6 +264,8 @@ impl Engine {
             full_writes_flying: 0,
             preread_active: 0,
             delayed: Vec::new(),
+            bitmap,
+            bitmap_waiting: Vec::new(),
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),
@@ -260,6 +300,9 @@ impl Engine {
         for slot in 0..self.slot_job.len() as u32 {
             self.schedule(Nanos(0), Ev::Issue { slot });
         }
+        if self.bitmap.is_some() {
+            self.schedule(bitmap::DAEMON, Ev::BitmapDaemon);
+        }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
                 (Some(Reverse((at, seq, _))), Some(t)) => (t.at, t.seq) < (*at, *seq),
@@ -291,6 +334,7 @@ impl Engine {
                     self.drain(disk, &mut out);
                     self.out = out;
                 }
+                Ev::BitmapDaemon => self.bitmap_daemon(),
             }
         }
         SimRun {
@@ -342,11 +386,98 @@ impl Engine {
             slot,
             submit: self.now,
             write,
+            offset,
             len: self.bs,
             remaining: 0,
         });
         self.array_ios[write as usize] += 1;
+        if write && self.bitmap.is_some() {
+            self.bitmap_write(host, offset, self.bs);
+            return;
+        }
         self.dispatch(host, write, offset, self.bs);
+    }
+
+    // ------------------------------------------------------------ write-intent bitmap
+
+    /// Bytes of the bitmap's space a host write covers: raid5/6 bitmaps count member
+    /// sectors (whole stripes: a chunk divides the bitmap chunk), raid1/10 array sectors.
+    fn bitmap_range(&self, offset: u64, len: u64) -> (u64, u64) {
+        let g = &self.geo;
+        if matches!(g.level, Level::Raid5 | Level::Raid6) {
+            let sd = g.stripe_data();
+            (
+                offset / sd * g.chunk,
+                ((offset + len - 1) / sd + 1) * g.chunk - 1,
+            )
+        } else {
+            (offset, offset + len - 1)
+        }
+    }
+
+    /// `md_bitmap_startwrite`: a write to a clean chunk waits until the bitmap page with
+    /// its bit is on every member; one to a chunk already dirty on disk goes straight on.
+    fn bitmap_write(&mut self, host: u32, offset: u64, len: u64) {
+        let (first, last) = self.bitmap_range(offset, len);
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        match bm.start_write(first, last) {
+            None => self.dispatch(host, true, offset, len),
+            Some(flush) => {
+                self.bitmap_waiting.push((flush, host, offset, len));
+                self.bitmap_flush();
+            }
+        }
+    }
+
+    /// `md_bitmap_unplug`: write the dirty page to every member (at the start of each, where
+    /// the internal bitmap lives before the data), if bits wait and no flush is under way.
+    fn bitmap_flush(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        if !bm.wants_flush() {
+            return;
+        }
+        bm.begin_flush();
+        self.bitmap_page_write(Job::BitmapFlush);
+    }
+
+    fn bitmap_page_write(&mut self, job: Job) {
+        let len = self.bitmap.as_ref().expect("bitmap").page_bytes();
+        let part = self.alloc_part();
+        let disks = self.geo.disks;
+        let p = self.parts.get(part);
+        p.job = job;
+        p.phases[0].0 = true;
+        p.phases[0].1.extend((0..disks).map(|disk| Piece {
+            disk,
+            offset: 0,
+            len,
+        }));
+        p.phase_count = 1;
+        self.start_phase(part);
+    }
+
+    /// A flush is on disk: the writes it covered go to the array; start the next flush if
+    /// bits were set meanwhile.
+    fn bitmap_flushed(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        let done = bm.end_flush();
+        let mut waiting = std::mem::take(&mut self.bitmap_waiting);
+        for &(flush, host, offset, len) in waiting.iter().filter(|w| w.0 <= done) {
+            debug_assert!(flush <= done);
+            self.dispatch(host, true, offset, len);
+        }
+        waiting.retain(|w| w.0 > done);
+        waiting.append(&mut self.bitmap_waiting);
+        self.bitmap_waiting = waiting;
+        self.bitmap_flush();
+    }
+
+    /// The daemon's pass every `daemon_sleep`; cleared bits are written lazily.
+    fn bitmap_daemon(&mut self) {
+        if self.bitmap.as_mut().expect("bitmap").daemon() {
+            self.bitmap_page_write(Job::BitmapClear);
+        }
+        self.schedule(self.now + bitmap::DAEMON, Ev::BitmapDaemon);
     }
 
     fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
@@ -433,6 +564,7 @@ impl Engine {
         p.phase = 0;
         p.pending = 0;
         p.stripe = None;
+        p.job = Job::Host;
         id
     }
 
@@ -507,6 +639,18 @@ impl Engine {
             self.start_phase(part_id);
             return;
         }
+        match part.job {
+            Job::Host => {}
+            Job::BitmapFlush => {
+                self.parts.release(part_id);
+                self.bitmap_flushed();
+                return;
+            }
+            Job::BitmapClear => {
+                self.parts.release(part_id);
+                return;
+            }
+        }
         if let Some(stripe) = part.stripe {
             self.stripe_done(stripe);
         }
@@ -525,6 +669,10 @@ impl Engine {
 
     fn host_done(&mut self, h: u32) {
         let host = self.hosts.remove(h);
+        if host.write && self.bitmap.is_some() {
+            let (first, last) = self.bitmap_range(host.offset, host.len);
+            self.bitmap.as_mut().expect("bitmap").end_write(first, last);
+        }
         if self.now >= self.measure_from && self.now <= self.end {
             let d = if host.write {
                 &mut self.write

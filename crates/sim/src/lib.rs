@@ -5,6 +5,7 @@
 //! simulated and measured results alike. How each part is modelled, with sources and
 //! limits: `docs/simulator.md`.
 
+pub mod bitmap;
 pub mod device;
 pub mod engine;
 pub mod fiojson;

@@ -68,6 +68,14 @@ impl Geometry {
         }
     }
 
+    /// Copies of each block raid10 keeps (1 elsewhere).
+    pub fn copies(&self) -> u32 {
+        match self.level {
+            Level::Raid10 => self.near * self.far,
+            _ => 1,
+        }
+    }
+
     pub fn parity_count(&self) -> u32 {
         match self.level {
             Level::Raid5 => 1,
