@@ -9,9 +9,11 @@ use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
+use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Bitmap as BitmapSetting;
+use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -37,6 +39,8 @@ enum Ev {
     },
     /// md's bitmap daemon pass.
     BitmapDaemon,
+    /// The resync thread wakes (after its back-off sleep).
+    ResyncStep,
 }
 
 /// A plug timer of a stripe (by pool index) for the open write set of generation `gen`.
@@ -112,6 +116,8 @@ enum Job {
     BitmapFlush,
     /// The daemon's lazy write of cleared bits: nobody waits for it.
     BitmapClear,
+    /// One step of the initial resync.
+    Resync,
 }
 
 /// Member operations for some host I/Os, in up to two phases (pre-reads, then writes);
@@ -186,6 +192,10 @@ pub struct Engine {
     /// (flush number, host, offset, length).
     bitmap: Option<Bitmap>,
     bitmap_waiting: Vec<(u64, u32, u64, u64)>,
+    /// md's initial resync, when it runs during the workload.
+    resync: Option<Resync>,
+    /// Host I/Os issued so far (the resync's idleness check).
+    host_ios_issued: u64,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -232,6 +242,17 @@ impl Engine {
         let bitmap = (spec.bitmap == BitmapSetting::Internal
             && !matches!(spec.level, Level::Single | Level::Raid0))
         .then(|| Bitmap::new(bitmap_space(&geo)));
+        let resync = (spec.resync == ResyncSetting::During
+            && matches!(
+                spec.level,
+                Level::Raid1
+                    | Level::Raid1c3
+                    | Level::Raid1c4
+                    | Level::Raid10
+                    | Level::Raid5
+                    | Level::Raid6
+            ))
+        .then(|| Resync::new(geo.member));
         let jobs = (0..w.numjobs)
             .map(|j| (stream(seed, j as u64), w.offset.0))
             .collect();
@@ -266,6 +287,8 @@ impl Engine {
             delayed: Vec::new(),
             bitmap,
             bitmap_waiting: Vec::new(),
+            resync,
+            host_ios_issued: 0,
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),
@@ -303,6 +326,9 @@ impl Engine {
         if self.bitmap.is_some() {
             self.schedule(bitmap::DAEMON, Ev::BitmapDaemon);
         }
+        if self.resync.is_some() {
+            self.schedule(Nanos(0), Ev::ResyncStep);
+        }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
                 (Some(Reverse((at, seq, _))), Some(t)) => (t.at, t.seq) < (*at, *seq),
@@ -335,6 +361,7 @@ impl Engine {
                     self.out = out;
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
+                Ev::ResyncStep => self.resync_step(),
             }
         }
         SimRun {
@@ -391,11 +418,66 @@ impl Engine {
             remaining: 0,
         });
         self.array_ios[write as usize] += 1;
+        self.host_ios_issued += 1;
         if write && self.bitmap.is_some() {
             self.bitmap_write(host, offset, self.bs);
             return;
         }
         self.dispatch(host, write, offset, self.bs);
+    }
+
+    // ------------------------------------------------------------ initial resync
+
+    /// After a step: md's speed check decides between the next step now and a sleep.
+    fn resync_next(&mut self) {
+        let issued = self.host_ios_issued;
+        let r = self.resync.as_mut().expect("resync");
+        if r.finished() {
+            return;
+        }
+        if r.should_wait(self.now, issued) {
+            self.schedule(self.now + resync::BACKOFF, Ev::ResyncStep);
+        } else {
+            self.resync_step();
+        }
+    }
+
+    /// One step: read the members that hold the source copy or the data, then write the
+    /// members being made consistent (see `resync.rs` for each level).
+    fn resync_step(&mut self) {
+        let r = self.resync.as_ref().expect("resync");
+        if r.finished() {
+            return;
+        }
+        let (offset, len) = r.next_range();
+        let g = &self.geo;
+        let n = g.disks;
+        let written: Vec<u32> = match g.level {
+            Level::Raid5 => vec![n - 1],
+            Level::Raid6 => {
+                let p = g.parity_map(offset / g.chunk * g.data_disks() as u64);
+                vec![p.parity, p.q.expect("raid6 has Q")]
+            }
+            Level::Raid10 => (0..n).filter(|d| d % g.copies() != 0).collect(),
+            _ => (1..n).collect(),
+        };
+        let reads: Vec<u32> = match g.level {
+            Level::Raid6 => (0..n).collect(),
+            _ => (0..n).filter(|d| !written.contains(d)).collect(),
+        };
+        let part = self.alloc_part();
+        let p = self.parts.get(part);
+        p.job = Job::Resync;
+        p.phases[0].0 = false;
+        p.phases[0]
+            .1
+            .extend(reads.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phases[1].0 = true;
+        p.phases[1]
+            .1
+            .extend(written.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phase_count = 2;
+        self.start_phase(part);
     }
 
     // ------------------------------------------------------------ write-intent bitmap
@@ -648,6 +730,13 @@ impl Engine {
             }
             Job::BitmapClear => {
                 self.parts.release(part_id);
+                return;
+            }
+            Job::Resync => {
+                self.parts.release(part_id);
+                let r = self.resync.as_mut().expect("resync");
+                r.done += r.next_range().1;
+                self.resync_next();
                 return;
             }
         }

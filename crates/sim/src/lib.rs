@@ -11,6 +11,7 @@ pub mod engine;
 pub mod fiojson;
 pub mod hist;
 pub mod md;
+pub mod resync;
 mod slab;
 
 use raidlab_core::disk::DiskModel;

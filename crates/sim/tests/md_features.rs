@@ -68,3 +68,57 @@ fn bitmap_barely_costs_sequential_writes() {
         );
     }
 }
+
+const RANDOM_FILE: &str =
+    "rw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"10g\"\nruntime = \"60s\"";
+
+/// (write IOPS, member reads, member writes, host writes)
+fn member_ios(c: &Case) -> (f64, u64, u64, u64) {
+    let out = raidlab_sim::simulate(c, 1).unwrap();
+    let f = parse_output(&out.fio_json).unwrap().figures;
+    let m = &f.disk_util[1..];
+    (
+        f.write.as_ref().unwrap().iops,
+        m.iter().map(|d| d.read_ios).sum(),
+        m.iter().map(|d| d.write_ios).sum(),
+        f.disk_util[0].write_ios,
+    )
+}
+
+#[test]
+fn resync_during_the_workload_costs_random_write_iops() {
+    for level in ["raid5", "raid6", "raid10"] {
+        let arrays = |resync: &str| format!("level = \"{level}\"\nresync = \"{resync}\"");
+        let clean = member_ios(&case(6, &arrays("assume-clean"), RANDOM_FILE)).0;
+        let during = member_ios(&case(6, &arrays("during"), RANDOM_FILE)).0;
+        assert!(
+            during < clean,
+            "{level}: randwrite {during:.1} IOPS during resync, {clean:.1} without"
+        );
+    }
+}
+
+/// Under load md holds the resync near `speed_limit_min` (1000 KiB/s of member progress):
+/// on a 6-disk raid5 (recovery: 5 members read, 1 written per 128 KiB step) that is about
+/// 60 s × 1000 KiB/s / 128 KiB ≈ 470 steps, not the thousands an unthrottled resync does.
+/// Host writes cost 2 reads + 2 writes each (md-exact); the rest is the resync's.
+#[test]
+fn resync_under_load_runs_near_speed_limit_min() {
+    let (_, reads, writes, host) = member_ios(&case(
+        6,
+        "level = \"raid5\"\nresync = \"during\"",
+        RANDOM_FILE,
+    ));
+    let steps = 60.0 * 1000.0 / 128.0;
+    let resync_reads = reads as f64 - 2.0 * host as f64;
+    let resync_writes = writes as f64 - 2.0 * host as f64;
+    assert!(
+        (0.7 * 5.0 * steps..=1.5 * 5.0 * steps).contains(&resync_reads),
+        "resync made {resync_reads} member reads, expected ≈ {:.0}",
+        5.0 * steps
+    );
+    assert!(
+        (0.7 * steps..=1.5 * steps).contains(&resync_writes),
+        "resync made {resync_writes} member writes, expected ≈ {steps:.0}"
+    );
+}
