@@ -123,8 +123,9 @@ fn count(stats: &mut DeviceStats, op: &MemberOp, latency: Nanos) {
 // disk model's hot path takes several per command).
 
 fn floor_pos(x: f64) -> f64 {
-    debug_assert!(x >= 0.0);
-    (x as u64) as f64
+    debug_assert!((0.0..9.2e18).contains(&x));
+    // The signed conversion is one instruction; the values here are far below 2^63.
+    (x as i64) as f64
 }
 
 fn fract_pos(x: f64) -> f64 {
@@ -132,7 +133,8 @@ fn fract_pos(x: f64) -> f64 {
 }
 
 fn ceil_pos(x: f64) -> u64 {
-    let t = x as u64;
+    debug_assert!((0.0..9.2e18).contains(&x));
+    let t = x as i64 as u64;
     if (t as f64) < x {
         t + 1
     } else {
@@ -161,6 +163,8 @@ struct Queued {
     cyl: f64,
     angle: f64,
     transfer: f64,
+    /// Cylinder of the last byte: where the head ends up.
+    end_cyl: f64,
 }
 
 const ACK: u64 = 1 << 63;
@@ -171,6 +175,10 @@ const SPTF_WINDOW: usize = 64;
 pub struct Hdd {
     p: HddParams,
     zones: Vec<Zone>,
+    /// For each `1 << lut_shift` bytes of the disk, the zone its first byte lies in: a
+    /// zone lookup is one load and at most a step or two, not a binary search.
+    zone_lut: Vec<u16>,
+    lut_shift: u32,
     cyl_per_zone: f64,
     period: f64,
     /// Angle (fraction of a revolution) at time zero.
@@ -207,7 +215,7 @@ impl Hdd {
         let rate_sum: f64 = rates.iter().sum();
         let period = 60e9 / p.rpm as f64;
         let mut start = 0u64;
-        let zones = rates
+        let zones: Vec<Zone> = rates
             .iter()
             .map(|&r| {
                 let zone_bytes = p.capacity.0 as f64 * r / rate_sum;
@@ -221,8 +229,24 @@ impl Hdd {
                 z
             })
             .collect();
+        // Buckets no larger than the smallest zone / 4, so a bucket spans at most two zones.
+        let smallest = zones
+            .windows(2)
+            .map(|w| w[1].start - w[0].start)
+            .min()
+            .unwrap_or(p.capacity.0)
+            .max(1);
+        let lut_shift = (smallest / 4).max(1).ilog2();
+        let zone_lut = (0..=(p.capacity.0 >> lut_shift))
+            .map(|b| {
+                let at = b << lut_shift;
+                zones.partition_point(|z| z.start <= at).saturating_sub(1) as u16
+            })
+            .collect();
         Hdd {
             p: p.clone(),
+            zone_lut,
+            lut_shift,
             zones,
             cyl_per_zone,
             period,
@@ -241,11 +265,13 @@ impl Hdd {
         }
     }
 
+    /// The zone holding `offset`: the last whose start is ≤ it (the first zone for none).
     fn zone(&self, offset: u64) -> (usize, &Zone) {
-        let i = self
-            .zones
-            .partition_point(|z| z.start <= offset)
-            .saturating_sub(1);
+        let b = ((offset >> self.lut_shift) as usize).min(self.zone_lut.len() - 1);
+        let mut i = self.zone_lut[b] as usize;
+        while i + 1 < self.zones.len() && self.zones[i + 1].start <= offset {
+            i += 1;
+        }
         (i, &self.zones[i])
     }
 
@@ -307,7 +333,13 @@ impl Hdd {
     fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
         self.pending += 1;
         let (i, z) = self.zone(op.offset);
+        let last = op.offset + op.len.saturating_sub(1);
+        let end_cyl = match self.zones.get(i + 1) {
+            Some(next) if next.start <= last => self.cylinder(last),
+            _ => self.cylinder_in(i, z, last),
+        };
         let q = Queued {
+            end_cyl,
             op,
             arrival: now,
             destage: false,
@@ -381,7 +413,7 @@ impl Hdd {
             return;
         }
         let (q, _) = self.busy.take().expect("service done while busy");
-        self.head_cyl = self.cylinder(q.op.offset + q.op.len.saturating_sub(1));
+        self.head_cyl = q.end_cyl;
         self.head_offset = q.op.offset + q.op.len;
         self.last_end = self.head_offset;
         if q.destage {
