@@ -295,12 +295,18 @@ pub fn plan_stripe_into(
     let parity = &parity[..1 + first.q.is_some() as usize];
     let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
     // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
+    // The buffers are all zero between calls: only the members used are cleared afterwards.
     let cells = g.disks as usize * words;
     let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
-    reads.clear();
-    reads.resize(cells, 0);
-    writes.clear();
-    writes.resize(cells, 0);
+    if reads.len() != cells {
+        reads.clear();
+        reads.resize(cells, 0);
+        writes.clear();
+        writes.resize(cells, 0);
+    }
+    // Members with any row set, a bit each (all members when there are more than 64).
+    let (mut read_disks, mut write_disks) = (0u64, 0u64);
+    let bit_of = |disk: usize| if disk < 64 { 1u64 << disk } else { !0 };
     // Rows any write touches: the union of the data units' bitmaps, one word at a time.
     for word in 0..words {
         let mut union = (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
@@ -320,34 +326,42 @@ pub fn plan_stripe_into(
                 let read_written = rmw < rcw;
                 for d in 0..dds {
                     if (w_mask >> d & 1 == 1) == read_written {
-                        reads[member_of(d) * words + word] |= 1 << bit;
+                        let m = member_of(d);
+                        reads[m * words + word] |= 1 << bit;
+                        read_disks |= bit_of(m);
                     }
                 }
                 if read_written {
                     for &p in parity {
                         reads[p as usize * words + word] |= 1 << bit;
+                        read_disks |= bit_of(p as usize);
                     }
                 }
             }
             for d in (0..dds).filter(|d| w_mask >> d & 1 == 1) {
-                writes[member_of(d) * words + word] |= 1 << bit;
+                let m = member_of(d);
+                writes[m * words + word] |= 1 << bit;
+                write_disks |= bit_of(m);
             }
             for &p in parity {
                 writes[p as usize * words + word] |= 1 << bit;
+                write_disks |= bit_of(p as usize);
             }
         }
     }
     let base = stripe * g.chunk;
-    merge_rows(reads, words, base, reads_out);
-    merge_rows(writes, words, base, writes_out);
+    merge_rows(reads, words, read_disks, base, reads_out);
+    merge_rows(writes, words, write_disks, base, writes_out);
 }
 
 /// Contiguous rows on one member become one I/O, as the block layer merges them.
 /// `bits` holds `words` words of row bitmap per member.
-fn merge_rows(bits: &[u64], words: usize, base: u64, out: &mut Vec<Piece>) {
+/// Members outside `disks` (a bit per member, the first 64) are known to be empty; the
+/// rows of those inside are cleared after use.
+fn merge_rows(bits: &mut [u64], words: usize, disks: u64, base: u64, out: &mut Vec<Piece>) {
     out.clear();
-    for (disk, b) in bits.chunks(words).enumerate() {
-        if b.iter().all(|&w| w == 0) {
+    for (disk, b) in bits.chunks_mut(words).enumerate() {
+        if disk < 64 && disks >> disk & 1 == 0 {
             continue;
         }
         for_each_run(b, |start, end| {
@@ -357,6 +371,7 @@ fn merge_rows(bits: &[u64], words: usize, base: u64, out: &mut Vec<Piece>) {
                 len: (end - start) as u64 * ROW,
             })
         });
+        b.fill(0);
     }
 }
 
