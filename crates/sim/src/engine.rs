@@ -203,7 +203,9 @@ pub struct Engine {
     per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
-    out: Out,
+    /// Spare device output buffers: handling one device's output can submit to another
+    /// device, so buffers nest; each level takes one from here and gives it back.
+    outs: Vec<Out>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -296,7 +298,7 @@ impl Engine {
             per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
             array_ios: [0, 0],
             events: 0,
-            out: Out::default(),
+            outs: Vec::new(),
             geo,
         }
     }
@@ -355,10 +357,10 @@ impl Engine {
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::Dev { disk, token } => {
-                    let mut out = std::mem::take(&mut self.out);
+                    let mut out = self.outs.pop().unwrap_or_default();
                     self.devices[disk as usize].wake(self.now, token, &mut out);
                     self.drain(disk, &mut out);
-                    self.out = out;
+                    self.outs.push(out);
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncStep => self.resync_step(),
@@ -695,7 +697,7 @@ impl Engine {
         let (write, ref pieces) = part.phases[phase];
         let n = pieces.len();
         part.pending = n as u32;
-        let mut out = std::mem::take(&mut self.out);
+        let mut out = self.outs.pop().unwrap_or_default();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
@@ -707,7 +709,7 @@ impl Engine {
             self.devices[p.disk as usize].submit(self.now, op, &mut out);
             self.drain(p.disk, &mut out);
         }
-        self.out = out;
+        self.outs.push(out);
     }
 
     fn op_done(&mut self, part_id: u32) {
