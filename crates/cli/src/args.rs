@@ -30,7 +30,7 @@ pub enum Command {
     /// Show the cases a plan expands to, or (--script) the exact commands the host target runs.
     Plan(PlanArgs),
     /// Simulate one case from flags, without a plan file.
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
     /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.

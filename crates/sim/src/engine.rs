@@ -762,7 +762,9 @@ impl Engine {
         let host = self.hosts.remove(h);
         if host.write && self.bitmap.is_some() {
             let (first, last) = self.bitmap_range(host.offset, host.len);
-            self.bitmap.as_mut().expect("bitmap").end_write(first, last);
+            if let Some(bm) = self.bitmap.as_mut() {
+                bm.end_write(first, last);
+            }
         }
         if self.now >= self.measure_from && self.now <= self.end {
             let d = if host.write {
