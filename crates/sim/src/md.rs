@@ -259,6 +259,7 @@ pub fn row_words(g: &Geometry) -> usize {
 pub struct PlanScratch {
     reads: Vec<u64>,
     writes: Vec<u64>,
+    disks: Vec<u32>,
 }
 
 /// Whether a stripe's pending writes need pre-reads (some written row is not fully
@@ -295,6 +296,53 @@ pub fn plan_stripe_into(
     let parity = &parity[..1 + first.q.is_some() as usize];
     let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
     // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
+    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
+    if (0..words).map(|w| union(w).count_ones()).sum::<u32>() == 1 {
+        // One row (a small random write): its members directly, no row bitmaps.
+        let word = (0..words).find(|&w| union(w) != 0).expect("one row");
+        let bit = union(word).trailing_zeros();
+        let row = (word * 64) as u64 + bit as u64;
+        let mut w_mask = 0u64;
+        for d in 0..dds.min(64) {
+            w_mask |= (written[d * words + word] >> bit & 1) << d;
+        }
+        let n_written = w_mask.count_ones() as usize;
+        let rmw = n_written + parity.len();
+        let rcw = dds - n_written;
+        let read_written = rmw < rcw;
+        let disks = &mut scratch.disks;
+        let at = stripe * g.chunk + row * ROW;
+        let emit = |disks: &mut Vec<u32>, out: &mut Vec<Piece>| {
+            disks.sort_unstable();
+            out.clear();
+            out.extend(disks.iter().map(|&disk| Piece {
+                disk,
+                offset: at,
+                len: ROW,
+            }));
+        };
+        disks.clear();
+        if rcw > 0 {
+            disks.extend(
+                (0..dds)
+                    .filter(|&d| (w_mask >> d & 1 == 1) == read_written)
+                    .map(|d| member_of(d) as u32),
+            );
+            if read_written {
+                disks.extend(parity);
+            }
+        }
+        emit(disks, reads_out);
+        disks.clear();
+        disks.extend(
+            (0..dds)
+                .filter(|&d| w_mask >> d & 1 == 1)
+                .map(|d| member_of(d) as u32),
+        );
+        disks.extend(parity);
+        emit(disks, writes_out);
+        return;
+    }
     // The buffers are all zero between calls: only the members used are cleared afterwards.
     let cells = g.disks as usize * words;
     let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
@@ -309,7 +357,7 @@ pub fn plan_stripe_into(
     let bit_of = |disk: usize| if disk < 64 { 1u64 << disk } else { !0 };
     // Rows any write touches: the union of the data units' bitmaps, one word at a time.
     for word in 0..words {
-        let mut union = (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
+        let mut union = union(word);
         while union != 0 {
             let bit = union.trailing_zeros();
             union &= union - 1;
