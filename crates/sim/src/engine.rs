@@ -9,6 +9,7 @@ use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
+use crate::queue::EventQueue;
 use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
@@ -17,8 +18,7 @@ use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// How long md holds a partial-stripe write hoping the rest of the stripe arrives
@@ -160,7 +160,7 @@ struct Stripe {
 pub struct Engine {
     now: Nanos,
     seq: u64,
-    heap: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
+    heap: EventQueue<Ev>,
     timers: VecDeque<Timer>,
     devices: Vec<Device>,
     geo: Geometry,
@@ -263,7 +263,7 @@ impl Engine {
         Engine {
             now: Nanos(0),
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::new(),
             timers: VecDeque::new(),
             devices,
             rw: w.rw,
@@ -305,7 +305,7 @@ impl Engine {
 
     fn schedule(&mut self, at: Nanos, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, ev)));
+        self.heap.push(at, self.seq, ev);
     }
 
     /// Arm a stripe's plug timer, `PLUG_DELAY` from now.
@@ -333,7 +333,7 @@ impl Engine {
         }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
-                (Some(Reverse((at, seq, _))), Some(t)) => (t.at, t.seq) < (*at, *seq),
+                (Some(first), Some(t)) => (t.at, t.seq) < first,
                 (None, Some(_)) => true,
                 (Some(_), None) => false,
                 (None, None) => break,
@@ -348,7 +348,7 @@ impl Engine {
                 self.flush_timer(t.stripe, t.gen);
                 continue;
             }
-            let Reverse((at, _, ev)) = self.heap.pop().expect("peeked");
+            let (at, _, ev) = self.heap.pop().expect("peeked");
             if at > self.end {
                 break;
             }

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod fiojson;
 pub mod hist;
 pub mod md;
+mod queue;
 pub mod resync;
 mod slab;
 
