@@ -4,6 +4,11 @@
 //! Time is integer nanoseconds and events are ordered by (time, sequence number), so ties
 //! replay identically; every random stream is a ChaCha8 generator seeded from the run's
 //! seed and the component's number. Same case + seed ⇒ same events ⇒ same bytes out.
+//!
+//! md's background work shares the members with the host I/O: the write-intent bitmap's
+//! page writes (`bitmap.rs` keeps its counters) and the initial resync (`resync.rs`).
+//! Per-I/O bookkeeping lives in pools that keep their buffers, so the hot loop does not
+//! allocate.
 
 use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
