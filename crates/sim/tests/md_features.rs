@@ -122,3 +122,15 @@ fn resync_under_load_runs_near_speed_limit_min() {
         "resync made {resync_writes} member writes, expected ≈ {steps:.0}"
     );
 }
+
+#[test]
+fn bitmap_and_resync_replay_identically() {
+    let c = case(
+        6,
+        "level = \"raid5\"\nbitmap = \"internal\"\nresync = \"during\"",
+        "rw = \"randrw\"\nbs = \"16k\"\niodepth = 8\nsize = \"200g\"\nruntime = \"20s\"",
+    );
+    let a = raidlab_sim::simulate(&c, 3).unwrap().fio_json;
+    assert_eq!(a, raidlab_sim::simulate(&c, 3).unwrap().fio_json);
+    assert_ne!(a, raidlab_sim::simulate(&c, 4).unwrap().fio_json);
+}
