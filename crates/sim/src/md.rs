@@ -291,9 +291,10 @@ pub fn plan_stripe_into(
 ) {
     let words = row_words(g);
     let dds = g.data_disks() as usize;
-    let first = g.parity_map(stripe * dds as u64);
-    let parity = [first.parity, first.q.unwrap_or(first.parity)];
-    let parity = &parity[..1 + first.q.is_some() as usize];
+    // P (and Q after it), as `parity_map` places them, without its division.
+    let pd = g.parity_disk(stripe, 0).0 as u32;
+    let parity = [pd, (pd + 1) % g.disks];
+    let parity = &parity[..g.parity_count() as usize];
     let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
     // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
     let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
