@@ -30,9 +30,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// (the block layer's unplug, roughly), unless full-stripe writes are in flight.
 const PLUG_DELAY: Nanos = Nanos(100_000);
 
-/// Events kept in the event queue. md's plug timers (`Flush`) all fire a fixed delay after they
-/// are set, so they arrive in time order and wait in a FIFO instead (`Timer`); the run
-/// loop takes whichever of heap and FIFO is first by (time, sequence number).
+/// Events kept in the event queue. md's plug timers all fire a fixed delay after they are
+/// set, so they arrive in time order and wait in a FIFO instead (`Timer`); the run loop
+/// takes whichever of queue and FIFO is first by (time, sequence number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     Issue {
