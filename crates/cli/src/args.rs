@@ -30,7 +30,7 @@ pub enum Command {
     /// Show the cases a plan expands to, or (--script) the exact commands the host target runs.
     Plan(PlanArgs),
     /// Simulate one case from flags, without a plan file.
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
     /// List block devices and whether the host target may use each, and why not.
@@ -137,6 +137,12 @@ pub struct SimArgs {
     /// Member write caches: off or on.
     #[arg(long, default_value = "off")]
     pub write_cache: String,
+    /// md write-intent bitmap: none or internal.
+    #[arg(long, default_value = "none")]
+    pub bitmap: String,
+    /// md's initial resync: wait (finished before the workload), assume-clean, or during.
+    #[arg(long, default_value = "wait")]
+    pub resync: String,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
     #[arg(long, default_value = "randread")]
     pub rw: String,

@@ -34,7 +34,7 @@ fn run_cli() -> Result<()> {
     match cli.command {
         Command::Run(a) => run::run(a),
         Command::Plan(a) => plan(a),
-        Command::Sim(a) => sim::sim(a),
+        Command::Sim(a) => sim::sim(*a),
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
         Command::Disks(a) => host::disks(a),

@@ -35,6 +35,12 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if level.has_chunk() {
         text += &format!("chunk = {}\n", quoted(&a.chunk));
     }
+    if a.bitmap != "none" {
+        text += &format!("bitmap = {}\n", quoted(&a.bitmap));
+    }
+    if a.resync != "wait" {
+        text += &format!("resync = {}\n", quoted(&a.resync));
+    }
     if let Some(l) = &a.layout {
         text += &format!("layout = {}\n", quoted(l));
     }

@@ -119,6 +119,29 @@ fn count(stats: &mut DeviceStats, op: &MemberOp, latency: Nanos) {
 
 // ---------------------------------------------------------------- HDD
 
+// `floor`, `fract` and `ceil` of non-negative values, exact, without a libm call (the
+// disk model's hot path takes several per command).
+
+fn floor_pos(x: f64) -> f64 {
+    debug_assert!((0.0..9.2e18).contains(&x));
+    // The signed conversion is one instruction; the values here are far below 2^63.
+    (x as i64) as f64
+}
+
+fn fract_pos(x: f64) -> f64 {
+    x - floor_pos(x)
+}
+
+fn ceil_pos(x: f64) -> u64 {
+    debug_assert!((0.0..9.2e18).contains(&x));
+    let t = x as i64 as u64;
+    if (t as f64) < x {
+        t + 1
+    } else {
+        t
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Zone {
     start: u64,
@@ -135,6 +158,13 @@ struct Queued {
     arrival: Nanos,
     /// Internal destage of cached write data (no host completion).
     destage: bool,
+    /// Where the command's data lies (cylinder, angle in its track) and its media transfer
+    /// time: fixed per command, so worked out once, not at every queue scan.
+    cyl: f64,
+    angle: f64,
+    transfer: f64,
+    /// Cylinder of the last byte: where the head ends up.
+    end_cyl: f64,
 }
 
 const ACK: u64 = 1 << 63;
@@ -145,6 +175,10 @@ const SPTF_WINDOW: usize = 64;
 pub struct Hdd {
     p: HddParams,
     zones: Vec<Zone>,
+    /// For each `1 << lut_shift` bytes of the disk, the zone its first byte lies in: a
+    /// zone lookup is one load and at most a step or two, not a binary search.
+    zone_lut: Vec<u16>,
+    lut_shift: u32,
     cyl_per_zone: f64,
     period: f64,
     /// Angle (fraction of a revolution) at time zero.
@@ -181,7 +215,7 @@ impl Hdd {
         let rate_sum: f64 = rates.iter().sum();
         let period = 60e9 / p.rpm as f64;
         let mut start = 0u64;
-        let zones = rates
+        let zones: Vec<Zone> = rates
             .iter()
             .map(|&r| {
                 let zone_bytes = p.capacity.0 as f64 * r / rate_sum;
@@ -195,8 +229,24 @@ impl Hdd {
                 z
             })
             .collect();
+        // Buckets no larger than the smallest zone / 4, so a bucket spans at most two zones.
+        let smallest = zones
+            .windows(2)
+            .map(|w| w[1].start - w[0].start)
+            .min()
+            .unwrap_or(p.capacity.0)
+            .max(1);
+        let lut_shift = (smallest / 4).max(1).ilog2();
+        let zone_lut = (0..=(p.capacity.0 >> lut_shift))
+            .map(|b| {
+                let at = b << lut_shift;
+                zones.partition_point(|z| z.start <= at).saturating_sub(1) as u16
+            })
+            .collect();
         Hdd {
             p: p.clone(),
+            zone_lut,
+            lut_shift,
             zones,
             cyl_per_zone,
             period,
@@ -215,17 +265,24 @@ impl Hdd {
         }
     }
 
+    /// The zone holding `offset`: the last whose start is ≤ it (the first zone for none).
     fn zone(&self, offset: u64) -> (usize, &Zone) {
-        let i = self
-            .zones
-            .partition_point(|z| z.start <= offset)
-            .saturating_sub(1);
+        let b = ((offset >> self.lut_shift) as usize).min(self.zone_lut.len() - 1);
+        let mut i = self.zone_lut[b] as usize;
+        while i + 1 < self.zones.len() && self.zones[i + 1].start <= offset {
+            i += 1;
+        }
         (i, &self.zones[i])
     }
 
     fn cylinder(&self, offset: u64) -> f64 {
         let (i, z) = self.zone(offset);
-        i as f64 * self.cyl_per_zone + ((offset - z.start) as f64 / z.bytes_per_cyl).floor()
+        self.cylinder_in(i, z, offset)
+    }
+
+    /// `cylinder` for an offset already known to lie in zone `i`.
+    fn cylinder_in(&self, i: usize, z: &Zone, offset: u64) -> f64 {
+        i as f64 * self.cyl_per_zone + floor_pos((offset - z.start) as f64 / z.bytes_per_cyl)
     }
 
     /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
@@ -247,39 +304,48 @@ impl Hdd {
     }
 
     /// Angle of an offset within its track, as a fraction of a revolution.
-    fn angle(&self, offset: u64) -> f64 {
-        let (_, z) = self.zone(offset);
-        ((offset - z.start) as f64 / z.track).fract()
+    fn angle_in(z: &Zone, offset: u64) -> f64 {
+        fract_pos((offset - z.start) as f64 / z.track)
     }
 
     fn angle_at(&self, t: f64) -> f64 {
-        (t / self.period + self.phase).fract()
+        fract_pos(t / self.period + self.phase)
     }
 
     /// Time from `now` until the data transfer of `q` can start, and its transfer time.
     fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
-        let (_, z) = self.zone(q.op.offset);
-        let transfer = q.op.len as f64 / z.rate;
         if q.op.offset == self.last_end {
             // Streaming on from the previous transfer: the firmware overlaps the command.
-            return (0.0, transfer);
+            return (0.0, q.transfer);
         }
         let mut t = self.p.overhead.0 as f64;
-        t += self.seek((self.cylinder(q.op.offset) - self.head_cyl).abs());
+        t += self.seek((q.cyl - self.head_cyl).abs());
         if q.op.write {
             t += self.p.write_settle.0 as f64;
         }
         let here = self.angle_at(now.0 as f64 + t);
-        let wait = (self.angle(q.op.offset) - here).rem_euclid(1.0) * self.period;
-        (t + wait, transfer)
+        // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.
+        let ahead = q.angle - here;
+        let wait = if ahead < 0.0 { ahead + 1.0 } else { ahead } * self.period;
+        (t + wait, q.transfer)
     }
 
     fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
         self.pending += 1;
+        let (i, z) = self.zone(op.offset);
+        let last = op.offset + op.len.saturating_sub(1);
+        let end_cyl = match self.zones.get(i + 1) {
+            Some(next) if next.start <= last => self.cylinder(last),
+            _ => self.cylinder_in(i, z, last),
+        };
         let q = Queued {
+            end_cyl,
             op,
             arrival: now,
             destage: false,
+            cyl: self.cylinder_in(i, z, op.offset),
+            angle: Self::angle_in(z, op.offset),
+            transfer: op.len as f64 / z.rate,
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
@@ -325,7 +391,7 @@ impl Hdd {
         } else {
             self.queue.swap_remove(i)
         };
-        let service = Nanos((pos + xfer).ceil() as u64);
+        let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
         self.busy = Some((q, now + service));
         out.wakes.push((now + service, SERVICE_DONE));
@@ -347,7 +413,7 @@ impl Hdd {
             return;
         }
         let (q, _) = self.busy.take().expect("service done while busy");
-        self.head_cyl = self.cylinder(q.op.offset + q.op.len.saturating_sub(1));
+        self.head_cyl = q.end_cyl;
         self.head_offset = q.op.offset + q.op.len;
         self.last_end = self.head_offset;
         if q.destage {

@@ -4,28 +4,80 @@
 //! Time is integer nanoseconds and events are ordered by (time, sequence number), so ties
 //! replay identically; every random stream is a ChaCha8 generator seeded from the run's
 //! seed and the component's number. Same case + seed ⇒ same events ⇒ same bytes out.
+//!
+//! md's background work shares the members with the host I/O: the write-intent bitmap's
+//! page writes (`bitmap.rs` keeps its counters) and the initial resync (`resync.rs`).
+//! Per-I/O bookkeeping lives in pools that keep their buffers, so the hot loop does not
+//! allocate.
 
+use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
-use crate::md::{plan_stripe, Geometry, Piece, ROW};
-use crate::slab::Slab;
+use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
+use crate::queue::EventQueue;
+use crate::resync::{self, Resync};
+use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
+use raidlab_core::Bitmap as BitmapSetting;
+use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How long md holds a partial-stripe write hoping the rest of the stripe arrives
 /// (the block layer's unplug, roughly), unless full-stripe writes are in flight.
 const PLUG_DELAY: Nanos = Nanos(100_000);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// Events kept in the event queue. md's plug timers all fire a fixed delay after they are
+/// set, so they arrive in time order and wait in a FIFO instead (`Timer`); the run loop
+/// takes whichever of queue and FIFO is first by (time, sequence number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
-    Issue { slot: u32 },
-    Dev { disk: u32, token: u64 },
-    Flush { stripe: u64, gen: u64 },
+    Issue {
+        slot: u32,
+    },
+    Dev {
+        disk: u32,
+        token: u64,
+    },
+    /// md's bitmap daemon pass.
+    BitmapDaemon,
+    /// The resync thread wakes (after its back-off sleep).
+    ResyncStep,
 }
+
+/// A plug timer of a stripe (by pool index) for the open write set of generation `gen`.
+#[derive(Debug, Clone, Copy)]
+struct Timer {
+    at: Nanos,
+    seq: u64,
+    stripe: u32,
+    gen: u64,
+}
+
+/// Stripe numbers are already well spread; a multiply-fold hash is all the map needs
+/// (SipHash was a tenth of the run time).
+#[derive(Default)]
+struct StripeHasher(u64);
+
+impl Hasher for StripeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        let m = (self.0 ^ x) as u128 * 0x9E37_79B9_7F4A_7C15u128;
+        self.0 = (m >> 64) as u64 ^ m as u64;
+    }
+}
+
+type StripeMap = HashMap<u64, u32, BuildHasherDefault<StripeHasher>>;
 
 /// Figures of one direction, measured over the runtime (after ramp).
 #[derive(Debug, Clone, Default)]
@@ -54,20 +106,48 @@ struct HostIo {
     slot: u32,
     submit: Nanos,
     write: bool,
+    offset: u64,
     len: u64,
     remaining: u32,
 }
 
-struct Part {
-    hosts: Vec<u32>,
-    phases: Vec<(bool, Vec<Piece>)>,
-    phase: usize,
-    pending: u32,
-    stripe: Option<u64>,
+/// What a part's completion means.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// Host I/O (and, for raid5/6, a stripe's write).
+    #[default]
+    Host,
+    /// The bitmap page written on every member before waiting writes may go.
+    BitmapFlush,
+    /// The daemon's lazy write of cleared bits: nobody waits for it.
+    BitmapClear,
+    /// One step of the initial resync.
+    Resync,
 }
 
-struct Pending {
-    written: Vec<Vec<u64>>,
+/// Member operations for some host I/Os, in up to two phases (pre-reads, then writes);
+/// pooled, so its buffers are reused.
+#[derive(Default)]
+struct Part {
+    hosts: Vec<u32>,
+    phases: [(bool, Vec<Piece>); 2],
+    phase_count: usize,
+    phase: usize,
+    pending: u32,
+    /// The stripe (pool index) whose write this is.
+    stripe: Option<u32>,
+    job: Job,
+}
+
+/// One stripe of a raid5/6 array in md's cache: an open set of writes being gathered, and
+/// the write in flight. Pooled and found through `Engine::stripe_index`.
+#[derive(Default)]
+struct Stripe {
+    number: u64,
+    /// An open write set exists (the fields below describe it).
+    open: bool,
+    /// Per data unit, a bit per row written: `row_words` words each.
+    written: Vec<u64>,
     set_bits: u64,
     /// Bits when every row of every data unit is written: a full-stripe write.
     full_bits: u64,
@@ -77,11 +157,6 @@ struct Pending {
     armed: bool,
     /// Waiting on md's delayed list for pre-reads to be allowed.
     delayed: bool,
-}
-
-#[derive(Default)]
-struct StripeSlot {
-    open: Option<Pending>,
     /// Stripe heads held by the write in flight, whether it was a full-stripe write, and
     /// whether it counts as a pre-reading stripe.
     flying: Option<(u64, bool, bool)>,
@@ -90,7 +165,8 @@ struct StripeSlot {
 pub struct Engine {
     now: Nanos,
     seq: u64,
-    heap: BinaryHeap<Reverse<(Nanos, u64, Ev)>>,
+    heap: EventQueue<Ev>,
+    timers: VecDeque<Timer>,
     devices: Vec<Device>,
     geo: Geometry,
     rw: Rw,
@@ -101,8 +177,13 @@ pub struct Engine {
     jobs: Vec<(ChaCha8Rng, u64)>,
     slot_job: Vec<u32>,
     hosts: Slab<HostIo>,
-    parts: Slab<Part>,
-    stripes: HashMap<u64, StripeSlot>,
+    parts: Pool<Part>,
+    stripes: Pool<Stripe>,
+    stripe_index: StripeMap,
+    /// Scratch buffers of the request path.
+    plan_scratch: PlanScratch,
+    copies: Vec<(u32, u64)>,
+    row_mask: Vec<u64>,
     stripe_gen: u64,
     rows_in_use: u64,
     cache_rows: u64,
@@ -111,7 +192,15 @@ pub struct Engine {
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
     preread_active: u32,
-    delayed: Vec<u64>,
+    delayed: Vec<u32>,
+    /// md's write-intent bitmap, when the array has one; host writes waiting for a flush
+    /// (flush number, host, offset, length).
+    bitmap: Option<Bitmap>,
+    bitmap_waiting: Vec<(u64, u32, u64, u64)>,
+    /// md's initial resync, when it runs during the workload.
+    resync: Option<Resync>,
+    /// Host I/Os issued so far (the resync's idleness check).
+    host_ios_issued: u64,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -119,7 +208,9 @@ pub struct Engine {
     per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
-    out: Out,
+    /// Spare device output buffers: handling one device's output can submit to another
+    /// device, so buffers nest; each level takes one from here and gives it back.
+    outs: Vec<Out>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -128,6 +219,14 @@ fn touched(chunk: u64, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)> {
         let at = r * ROW;
         ((at / chunk) as usize, ((at % chunk) / ROW) as usize)
     })
+}
+
+/// What md's bitmap covers: each member's data for raid1/5/6, the array for raid10.
+fn bitmap_space(g: &Geometry) -> u64 {
+    match g.level {
+        Level::Raid10 => g.member * g.disks as u64 / g.copies() as u64,
+        _ => g.member,
+    }
 }
 
 fn stream(seed: u64, component: u64) -> ChaCha8Rng {
@@ -147,6 +246,20 @@ impl Engine {
             })
             .collect();
         let geo = Geometry::new(spec, member);
+        let bitmap = (spec.bitmap == BitmapSetting::Internal
+            && !matches!(spec.level, Level::Single | Level::Raid0))
+        .then(|| Bitmap::new(bitmap_space(&geo)));
+        let resync = (spec.resync == ResyncSetting::During
+            && matches!(
+                spec.level,
+                Level::Raid1
+                    | Level::Raid1c3
+                    | Level::Raid1c4
+                    | Level::Raid10
+                    | Level::Raid5
+                    | Level::Raid6
+            ))
+        .then(|| Resync::new(geo.member));
         let jobs = (0..w.numjobs)
             .map(|j| (stream(seed, j as u64), w.offset.0))
             .collect();
@@ -155,7 +268,8 @@ impl Engine {
         Engine {
             now: Nanos(0),
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: EventQueue::new(),
+            timers: VecDeque::new(),
             devices,
             rw: w.rw,
             rwmixread: w.rwmixread,
@@ -164,8 +278,12 @@ impl Engine {
             jobs,
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
-            parts: Slab::new(),
-            stripes: HashMap::new(),
+            parts: Pool::new(),
+            stripes: Pool::new(),
+            stripe_index: StripeMap::default(),
+            plan_scratch: PlanScratch::default(),
+            copies: Vec::new(),
+            row_mask: Vec::new(),
             stripe_gen: 0,
             rows_in_use: 0,
             cache_rows: spec.stripe_cache.unwrap_or(256) as u64,
@@ -174,6 +292,10 @@ impl Engine {
             full_writes_flying: 0,
             preread_active: 0,
             delayed: Vec::new(),
+            bitmap,
+            bitmap_waiting: Vec::new(),
+            resync,
+            host_ios_issued: 0,
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),
@@ -181,21 +303,57 @@ impl Engine {
             per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
             array_ios: [0, 0],
             events: 0,
-            out: Out::default(),
+            outs: Vec::new(),
             geo,
         }
     }
 
     fn schedule(&mut self, at: Nanos, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, ev)));
+        self.heap.push(at, self.seq, ev);
+    }
+
+    /// Arm a stripe's plug timer, `PLUG_DELAY` from now.
+    fn schedule_timer(&mut self, stripe: u32, gen: u64) {
+        self.seq += 1;
+        let at = self.now + PLUG_DELAY;
+        debug_assert!(self.timers.back().is_none_or(|t| t.at <= at));
+        self.timers.push_back(Timer {
+            at,
+            seq: self.seq,
+            stripe,
+            gen,
+        });
     }
 
     pub fn run(mut self) -> SimRun {
         for slot in 0..self.slot_job.len() as u32 {
             self.schedule(Nanos(0), Ev::Issue { slot });
         }
-        while let Some(Reverse((at, _, ev))) = self.heap.pop() {
+        if self.bitmap.is_some() {
+            self.schedule(bitmap::DAEMON, Ev::BitmapDaemon);
+        }
+        if self.resync.is_some() {
+            self.schedule(Nanos(0), Ev::ResyncStep);
+        }
+        loop {
+            let timer_first = match (self.heap.peek(), self.timers.front()) {
+                (Some(first), Some(t)) => (t.at, t.seq) < first,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => break,
+            };
+            if timer_first {
+                let t = self.timers.pop_front().expect("peeked");
+                if t.at > self.end {
+                    break;
+                }
+                self.now = t.at;
+                self.events += 1;
+                self.flush_timer(t.stripe, t.gen);
+                continue;
+            }
+            let (at, _, ev) = self.heap.pop().expect("peeked");
             if at > self.end {
                 break;
             }
@@ -204,12 +362,13 @@ impl Engine {
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::Dev { disk, token } => {
-                    let mut out = std::mem::take(&mut self.out);
+                    let mut out = self.outs.pop().unwrap_or_default();
                     self.devices[disk as usize].wake(self.now, token, &mut out);
                     self.drain(disk, &mut out);
-                    self.out = out;
+                    self.outs.push(out);
                 }
-                Ev::Flush { stripe, gen } => self.flush_timer(stripe, gen),
+                Ev::BitmapDaemon => self.bitmap_daemon(),
+                Ev::ResyncStep => self.resync_step(),
             }
         }
         SimRun {
@@ -261,16 +420,173 @@ impl Engine {
             slot,
             submit: self.now,
             write,
+            offset,
             len: self.bs,
             remaining: 0,
         });
         self.array_ios[write as usize] += 1;
+        self.host_ios_issued += 1;
+        if write && self.bitmap.is_some() {
+            self.bitmap_write(host, offset, self.bs);
+            return;
+        }
         self.dispatch(host, write, offset, self.bs);
     }
 
-    fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
+    // ------------------------------------------------------------ initial resync
+
+    /// After a step: md's speed check decides between the next step now and a sleep.
+    fn resync_next(&mut self) {
+        let issued = self.host_ios_issued;
+        let r = self.resync.as_mut().expect("resync");
+        if r.finished() {
+            return;
+        }
+        if r.should_wait(self.now, issued) {
+            self.schedule(self.now + resync::BACKOFF, Ev::ResyncStep);
+        } else {
+            self.resync_step();
+        }
+    }
+
+    /// One step: read the members that hold the source copy or the data, then write the
+    /// members being made consistent (see `resync.rs` for each level).
+    fn resync_step(&mut self) {
+        let r = self.resync.as_ref().expect("resync");
+        if r.finished() {
+            return;
+        }
+        let (offset, len) = r.next_range();
         let g = &self.geo;
-        let mut pieces = Vec::new();
+        let n = g.disks;
+        let written: Vec<u32> = match g.level {
+            Level::Raid5 => vec![n - 1],
+            Level::Raid6 => {
+                let p = g.parity_map(offset / g.chunk * g.data_disks() as u64);
+                vec![p.parity, p.q.expect("raid6 has Q")]
+            }
+            Level::Raid10 => (0..n).filter(|d| d % g.copies() != 0).collect(),
+            _ => (1..n).collect(),
+        };
+        let reads: Vec<u32> = match g.level {
+            Level::Raid6 => (0..n).collect(),
+            _ => (0..n).filter(|d| !written.contains(d)).collect(),
+        };
+        let part = self.alloc_part();
+        let p = self.parts.get(part);
+        p.job = Job::Resync;
+        p.phases[0].0 = false;
+        p.phases[0]
+            .1
+            .extend(reads.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phases[1].0 = true;
+        p.phases[1]
+            .1
+            .extend(written.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phase_count = 2;
+        self.start_phase(part);
+    }
+
+    // ------------------------------------------------------------ write-intent bitmap
+
+    /// Bytes of the bitmap's space a host write covers: raid5/6 bitmaps count member
+    /// sectors (whole stripes: a chunk divides the bitmap chunk), raid1/10 array sectors.
+    fn bitmap_range(&self, offset: u64, len: u64) -> (u64, u64) {
+        let g = &self.geo;
+        if matches!(g.level, Level::Raid5 | Level::Raid6) {
+            let sd = g.stripe_data();
+            (
+                offset / sd * g.chunk,
+                ((offset + len - 1) / sd + 1) * g.chunk - 1,
+            )
+        } else {
+            (offset, offset + len - 1)
+        }
+    }
+
+    /// `md_bitmap_startwrite`: a write to a clean chunk waits until the bitmap page with
+    /// its bit is on every member; one to a chunk already dirty on disk goes straight on.
+    fn bitmap_write(&mut self, host: u32, offset: u64, len: u64) {
+        let (first, last) = self.bitmap_range(offset, len);
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        match bm.start_write(first, last) {
+            None => self.dispatch(host, true, offset, len),
+            Some(flush) => {
+                self.bitmap_waiting.push((flush, host, offset, len));
+                self.bitmap_flush();
+            }
+        }
+    }
+
+    /// `md_bitmap_unplug`: write the dirty page to every member (at the start of each, where
+    /// the internal bitmap lives before the data), if bits wait and no flush is under way.
+    fn bitmap_flush(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        if !bm.wants_flush() {
+            return;
+        }
+        bm.begin_flush();
+        self.bitmap_page_write(Job::BitmapFlush);
+    }
+
+    fn bitmap_page_write(&mut self, job: Job) {
+        let len = self.bitmap.as_ref().expect("bitmap").page_bytes();
+        let part = self.alloc_part();
+        let disks = self.geo.disks;
+        let p = self.parts.get(part);
+        p.job = job;
+        p.phases[0].0 = true;
+        p.phases[0].1.extend((0..disks).map(|disk| Piece {
+            disk,
+            offset: 0,
+            len,
+        }));
+        p.phase_count = 1;
+        self.start_phase(part);
+    }
+
+    /// A flush is on disk: the writes it covered go to the array; start the next flush if
+    /// bits were set meanwhile.
+    fn bitmap_flushed(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        let done = bm.end_flush();
+        let mut waiting = std::mem::take(&mut self.bitmap_waiting);
+        for &(flush, host, offset, len) in waiting.iter().filter(|w| w.0 <= done) {
+            debug_assert!(flush <= done);
+            self.dispatch(host, true, offset, len);
+        }
+        waiting.retain(|w| w.0 > done);
+        waiting.append(&mut self.bitmap_waiting);
+        self.bitmap_waiting = waiting;
+        self.bitmap_flush();
+    }
+
+    /// The daemon's pass every `daemon_sleep`; cleared bits are written lazily.
+    fn bitmap_daemon(&mut self) {
+        if self.bitmap.as_mut().expect("bitmap").daemon() {
+            self.bitmap_page_write(Job::BitmapClear);
+        }
+        self.schedule(self.now + bitmap::DAEMON, Ev::BitmapDaemon);
+    }
+
+    fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
+        if matches!(self.geo.level, Level::Raid5 | Level::Raid6) && write {
+            let sd = self.geo.stripe_data();
+            let end = offset + len;
+            let segments = end.div_ceil(sd) - offset / sd;
+            self.hosts.get(host).remaining = segments as u32;
+            let mut at = offset;
+            while at < end {
+                let stripe = at / sd;
+                let seg_end = ((stripe + 1) * sd).min(end);
+                self.stripe_write(host, stripe, at - stripe * sd, seg_end - stripe * sd);
+                at = seg_end;
+            }
+            return;
+        }
+        let part = self.alloc_part();
+        let mut pieces = std::mem::take(&mut self.parts.get(part).phases[0].1);
+        let g = &self.geo;
         match g.level {
             Level::Single => pieces.push(Piece {
                 disk: 0,
@@ -288,17 +604,26 @@ impl Engine {
                 }
             }
             Level::Raid1 | Level::Raid1c3 | Level::Raid1c4 => {
-                let copies: Vec<(u32, u64)> = (0..g.disks).map(|d| (d, offset)).collect();
+                let mut copies = std::mem::take(&mut self.copies);
+                copies.clear();
+                copies.extend((0..g.disks).map(|d| (d, offset)));
                 self.copies_to_pieces(write, &copies, len, &mut pieces);
+                self.copies = copies;
             }
             Level::Raid10 => {
-                let chunks: Vec<(u64, u64)> = g.chunks(offset, len).collect();
-                for (off, l) in chunks {
-                    let copies = self.geo.raid10(off);
-                    self.copies_to_pieces(write, &copies, l, &mut pieces);
+                let mut copies = std::mem::take(&mut self.copies);
+                let mut at = offset;
+                let end = offset + len;
+                while at < end {
+                    let next = ((at / self.geo.chunk + 1) * self.geo.chunk).min(end);
+                    copies.clear();
+                    self.geo.raid10_into(at, &mut copies);
+                    self.copies_to_pieces(write, &copies, next - at, &mut pieces);
+                    at = next;
                 }
+                self.copies = copies;
             }
-            Level::Raid5 | Level::Raid6 if !write => {
+            Level::Raid5 | Level::Raid6 => {
                 for (off, l) in g.chunks(offset, len) {
                     let p = g.parity_map(off / g.chunk);
                     pieces.push(Piece {
@@ -308,33 +633,28 @@ impl Engine {
                     });
                 }
             }
-            Level::Raid5 | Level::Raid6 => {
-                let sd = g.stripe_data();
-                let mut at = offset;
-                let end = offset + len;
-                let mut segments = Vec::new();
-                while at < end {
-                    let stripe = at / sd;
-                    let seg_end = ((stripe + 1) * sd).min(end);
-                    segments.push((stripe, at - stripe * sd, seg_end - stripe * sd));
-                    at = seg_end;
-                }
-                self.hosts.get(host).remaining = segments.len() as u32;
-                for (stripe, s, e) in segments {
-                    self.stripe_write(host, stripe, s, e);
-                }
-                return;
-            }
         }
         self.hosts.get(host).remaining = 1;
-        let part = self.parts.insert(Part {
-            hosts: vec![host],
-            phases: vec![(write, pieces)],
-            phase: 0,
-            pending: 0,
-            stripe: None,
-        });
+        let p = self.parts.get(part);
+        p.hosts.push(host);
+        p.phases[0] = (write, pieces);
+        p.phase_count = 1;
         self.start_phase(part);
+    }
+
+    /// A part with empty buffers, ready to fill.
+    fn alloc_part(&mut self) -> u32 {
+        let id = self.parts.alloc();
+        let p = self.parts.get(id);
+        p.hosts.clear();
+        p.phases[0].1.clear();
+        p.phases[1].1.clear();
+        p.phase_count = 0;
+        p.phase = 0;
+        p.pending = 0;
+        p.stripe = None;
+        p.job = Job::Host;
+        id
     }
 
     /// Writes go to every copy; a read goes to one, chosen by md's read balancing.
@@ -378,10 +698,13 @@ impl Engine {
 
     fn start_phase(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
-        let (write, pieces) = std::mem::take(&mut part.phases[part.phase]);
-        part.pending = pieces.len() as u32;
-        let mut out = std::mem::take(&mut self.out);
-        for p in pieces {
+        let phase = part.phase;
+        let (write, ref pieces) = part.phases[phase];
+        let n = pieces.len();
+        part.pending = n as u32;
+        let mut out = self.outs.pop().unwrap_or_default();
+        for i in 0..n {
+            let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
                 write,
                 offset: p.offset,
@@ -391,7 +714,7 @@ impl Engine {
             self.devices[p.disk as usize].submit(self.now, op, &mut out);
             self.drain(p.disk, &mut out);
         }
-        self.out = out;
+        self.outs.push(out);
     }
 
     fn op_done(&mut self, part_id: u32) {
@@ -401,25 +724,53 @@ impl Engine {
             return;
         }
         part.phase += 1;
-        if part.phase < part.phases.len() {
+        if part.phase < part.phase_count {
             self.start_phase(part_id);
             return;
         }
-        let part = self.parts.remove(part_id);
+        match part.job {
+            Job::Host => {}
+            Job::BitmapFlush => {
+                self.parts.release(part_id);
+                self.bitmap_flushed();
+                return;
+            }
+            Job::BitmapClear => {
+                self.parts.release(part_id);
+                return;
+            }
+            Job::Resync => {
+                self.parts.release(part_id);
+                let r = self.resync.as_mut().expect("resync");
+                r.done += r.next_range().1;
+                self.resync_next();
+                return;
+            }
+        }
         if let Some(stripe) = part.stripe {
             self.stripe_done(stripe);
         }
-        for h in part.hosts {
+        // The part stays allocated until its hosts are done, so its buffer is not reused
+        // by the I/Os they issue.
+        for i in 0..self.parts.get(part_id).hosts.len() {
+            let h = self.parts.get(part_id).hosts[i];
             let host = self.hosts.get(h);
             host.remaining -= 1;
             if host.remaining == 0 {
                 self.host_done(h);
             }
         }
+        self.parts.release(part_id);
     }
 
     fn host_done(&mut self, h: u32) {
         let host = self.hosts.remove(h);
+        if host.write && self.bitmap.is_some() {
+            let (first, last) = self.bitmap_range(host.offset, host.len);
+            if let Some(bm) = self.bitmap.as_mut() {
+                bm.end_write(first, last);
+            }
+        }
         if self.now >= self.measure_from && self.now <= self.end {
             let d = if host.write {
                 &mut self.write
@@ -439,6 +790,11 @@ impl Engine {
 
     // ------------------------------------------------------------ raid5/6 stripe cache
 
+    /// The pool index of a stripe, if md holds it.
+    fn stripe_slot(&self, stripe: u64) -> Option<u32> {
+        self.stripe_index.get(&stripe).copied()
+    }
+
     /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head; when
     /// the cache is exhausted, writers wait until a quarter of it is free again (md's
     /// `R5_INACTIVE_BLOCKED` hysteresis).
@@ -451,107 +807,116 @@ impl Engine {
         }
         self.rows_in_use += rows_needed;
         let chunk = self.geo.chunk;
-        let rows_per_chunk = (chunk / ROW) as usize;
+        let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
-        let slot = self.stripes.entry(stripe).or_default();
-        let pending = slot.open.get_or_insert_with(|| Pending {
-            written: vec![vec![0; rows_per_chunk.div_ceil(64)]; dds],
-            set_bits: 0,
-            full_bits: (rows_per_chunk * dds) as u64,
-            rows: 0,
-            hosts: Vec::new(),
-            gen: 0,
-            armed: false,
-            delayed: false,
-        });
-        pending.rows += rows_needed;
+        let id = match self.stripe_slot(stripe) {
+            Some(id) => id,
+            None => {
+                let id = self.stripes.alloc();
+                let st = self.stripes.get(id);
+                st.number = stripe;
+                st.open = false;
+                st.flying = None;
+                self.stripe_index.insert(stripe, id);
+                id
+            }
+        };
+        let st = self.stripes.get(id);
+        if !st.open {
+            st.open = true;
+            st.written.clear();
+            st.written.resize(words * dds, 0);
+            st.set_bits = 0;
+            st.full_bits = ((chunk / ROW) as usize * dds) as u64;
+            st.rows = 0;
+            st.hosts.clear();
+            st.gen = 0;
+            st.armed = false;
+            st.delayed = false;
+        }
+        st.rows += rows_needed;
         for (dd, row) in touched(chunk, s, e) {
-            let word = &mut pending.written[dd][row / 64];
+            let word = &mut st.written[dd * words + row / 64];
             if *word >> (row % 64) & 1 == 0 {
                 *word |= 1 << (row % 64);
-                pending.set_bits += 1;
+                st.set_bits += 1;
             }
         }
-        pending.hosts.push(host);
-        self.settle(stripe);
+        st.hosts.push(host);
+        self.settle(id);
     }
 
     /// What an open stripe set does next: nothing while it waits on the delayed list; go out
     /// now when it is full and no write of the stripe is in flight; else wait (one timer per
     /// set, tagged with a fresh generation) for the rest of its data.
-    fn settle(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let flying = slot.flying.is_some();
-        let Some(p) = slot.open.as_mut() else { return };
-        if p.delayed {
+    fn settle(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        if !st.open || st.delayed {
             return;
         }
-        if p.set_bits == p.full_bits && !flying {
-            self.flush(stripe);
-        } else if !p.armed {
-            p.armed = true;
+        if st.set_bits == st.full_bits && st.flying.is_none() {
+            self.flush(id);
+        } else if !st.armed {
+            st.armed = true;
             self.stripe_gen += 1;
-            p.gen = self.stripe_gen;
-            let gen = p.gen;
-            self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
+            st.gen = self.stripe_gen;
+            let gen = st.gen;
+            self.schedule_timer(id, gen);
         }
     }
 
     /// Stripe heads a write to `[s, e)` adds: rows not yet held by the stripe's open set.
-    fn new_rows(&self, stripe: u64, s: u64, e: u64) -> u64 {
+    fn new_rows(&mut self, stripe: u64, s: u64, e: u64) -> u64 {
         let chunk = self.geo.chunk;
-        let rows_per_chunk = chunk / ROW;
-        let held = |row: u64| {
-            self.stripes
-                .get(&stripe)
-                .and_then(|st| st.open.as_ref())
-                .is_some_and(|p| {
-                    p.written
-                        .iter()
-                        .any(|w| w[(row / 64) as usize] >> (row % 64) & 1 == 1)
-                })
-        };
-        let mut rows = vec![false; rows_per_chunk as usize];
+        let words = row_words(&self.geo);
+        let mut mask = std::mem::take(&mut self.row_mask);
+        mask.clear();
+        mask.resize(words, 0);
         for (_, row) in touched(chunk, s, e) {
-            rows[row] = true;
+            mask[row / 64] |= 1 << (row % 64);
         }
-        rows.iter()
-            .enumerate()
-            .filter(|(r, &on)| on && !held(*r as u64))
-            .count() as u64
+        if let Some(id) = self.stripe_slot(stripe) {
+            let st = self.stripes.get(id);
+            if st.open {
+                for unit in st.written.chunks(words) {
+                    for (m, w) in mask.iter_mut().zip(unit) {
+                        *m &= !w;
+                    }
+                }
+            }
+        }
+        let rows = mask.iter().map(|m| m.count_ones() as u64).sum();
+        self.row_mask = mask;
+        rows
     }
 
-    fn flush_timer(&mut self, stripe: u64, gen: u64) {
-        let Some(slot) = self.stripes.get_mut(&stripe) else {
-            return;
-        };
-        let Some(p) = slot.open.as_mut() else { return };
-        if p.gen != gen {
+    fn flush_timer(&mut self, id: u32, gen: u64) {
+        let full_writes_flying = self.full_writes_flying;
+        let st = self.stripes.get(id);
+        if !st.open || st.gen != gen {
             return;
         }
-        if slot.flying.is_some() {
-            p.armed = false;
+        if st.flying.is_some() {
+            st.armed = false;
             return;
         }
-        if self.full_writes_flying > 0 {
+        if full_writes_flying > 0 {
             // md keeps partial stripes back while full-stripe writes proceed.
-            self.schedule(self.now + PLUG_DELAY, Ev::Flush { stripe, gen });
+            self.schedule_timer(id, gen);
             return;
         }
-        self.flush(stripe);
+        self.flush(id);
     }
 
     /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
     /// joins md's delayed list (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
-    fn flush(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let p = slot.open.as_mut().expect("open stripe");
-        let plan = plan_stripe(&self.geo, stripe, &p.written);
-        if plan.reads.is_empty() {
-            self.launch(stripe, false);
+    fn flush(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        if !needs_reads(&self.geo, &st.written) {
+            self.launch(id, false);
         } else {
-            p.delayed = true;
-            self.delayed.push(stripe);
+            st.delayed = true;
+            self.delayed.push(id);
             self.activate_delayed();
         }
     }
@@ -560,41 +925,58 @@ impl Engine {
     /// no pre-reading stripe is active (`IO_THRESHOLD` = 1) and no full-stripe write is
     /// being handled. Random writes to raid5/6 therefore proceed in batches.
     fn activate_delayed(&mut self) {
-        if self.preread_active > 0 || self.full_writes_flying > 0 {
+        if self.preread_active > 0 || self.full_writes_flying > 0 || self.delayed.is_empty() {
             return;
         }
-        for stripe in std::mem::take(&mut self.delayed) {
+        let mut delayed = std::mem::take(&mut self.delayed);
+        for &id in &delayed {
             self.preread_active += 1;
-            self.launch(stripe, true);
+            self.launch(id, true);
+        }
+        delayed.clear();
+        if self.delayed.is_empty() {
+            self.delayed = delayed;
         }
     }
 
-    fn launch(&mut self, stripe: u64, preread: bool) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let p = slot.open.take().expect("open stripe");
-        let plan = plan_stripe(&self.geo, stripe, &p.written);
-        let full = plan.reads.is_empty();
-        slot.flying = Some((p.rows, full, preread));
-        let mut phases = Vec::with_capacity(2);
+    /// Send a stripe's open write set to the members; the stripe's buffers move to a part
+    /// and come back empty.
+    fn launch(&mut self, id: u32, preread: bool) {
+        let part_id = self.alloc_part();
+        let part = self.parts.get(part_id);
+        let st = self.stripes.get(id);
+        let [(r_write, reads), (w_write, writes)] = &mut part.phases;
+        plan_stripe_into(
+            &self.geo,
+            st.number,
+            &st.written,
+            reads,
+            writes,
+            &mut self.plan_scratch,
+        );
+        (*r_write, *w_write) = (false, true);
+        let full = reads.is_empty();
+        if full {
+            part.phases.swap(0, 1);
+            part.phase_count = 1;
+        } else {
+            part.phase_count = 2;
+        }
+        part.stripe = Some(id);
+        std::mem::swap(&mut part.hosts, &mut st.hosts);
+        st.open = false;
+        st.flying = Some((st.rows, full, preread));
         if full {
             self.full_writes_flying += 1;
-        } else {
-            phases.push((false, plan.reads));
         }
-        phases.push((true, plan.writes));
-        let part = self.parts.insert(Part {
-            hosts: p.hosts,
-            phases,
-            phase: 0,
-            pending: 0,
-            stripe: Some(stripe),
-        });
-        self.start_phase(part);
+        self.start_phase(part_id);
     }
 
-    fn stripe_done(&mut self, stripe: u64) {
-        let slot = self.stripes.get_mut(&stripe).expect("stripe slot");
-        let (rows, full, preread) = slot.flying.take().expect("flying stripe");
+    fn stripe_done(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        let (rows, full, preread) = st.flying.take().expect("flying stripe");
+        let open = st.open;
+        let number = st.number;
         self.rows_in_use -= rows;
         if full {
             self.full_writes_flying -= 1;
@@ -602,10 +984,11 @@ impl Engine {
         if preread {
             self.preread_active -= 1;
         }
-        if slot.open.is_some() {
-            self.settle(stripe);
+        if open {
+            self.settle(id);
         } else {
-            self.stripes.remove(&stripe);
+            self.stripe_index.remove(&number);
+            self.stripes.release(id);
         }
         self.activate_delayed();
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {

@@ -5,11 +5,14 @@
 //! simulated and measured results alike. How each part is modelled, with sources and
 //! limits: `docs/simulator.md`.
 
+pub mod bitmap;
 pub mod device;
 pub mod engine;
 pub mod fiojson;
 pub mod hist;
 pub mod md;
+mod queue;
+pub mod resync;
 mod slab;
 
 use raidlab_core::disk::DiskModel;

@@ -68,6 +68,14 @@ impl Geometry {
         }
     }
 
+    /// Copies of each block raid10 keeps (1 elsewhere).
+    pub fn copies(&self) -> u32 {
+        match self.level {
+            Level::Raid10 => self.near * self.far,
+            _ => 1,
+        }
+    }
+
     pub fn parity_count(&self) -> u32 {
         match self.level {
             Level::Raid5 => 1,
@@ -106,6 +114,13 @@ impl Geometry {
 
     /// raid10: every copy of an in-chunk range, in md's slot order.
     pub fn raid10(&self, offset: u64) -> Vec<(u32, u64)> {
+        let mut out = Vec::with_capacity((self.near * self.far) as usize);
+        self.raid10_into(offset, &mut out);
+        out
+    }
+
+    /// `raid10` appending to a caller's buffer (no allocation per I/O).
+    pub fn raid10_into(&self, offset: u64, out: &mut Vec<(u32, u64)>) {
         let n = self.disks as u64;
         let in_chunk = offset % self.chunk;
         let chunk = (offset / self.chunk) * self.near as u64;
@@ -115,7 +130,6 @@ impl Geometry {
             stripe *= self.far as u64;
         }
         let mut sector = stripe * self.chunk + in_chunk;
-        let mut out = Vec::with_capacity((self.near * self.far) as usize);
         for _ in 0..self.near {
             out.push((dev as u32, sector));
             let (mut d, mut s) = (dev, sector);
@@ -130,7 +144,6 @@ impl Geometry {
                 sector += self.chunk;
             }
         }
-        out
     }
 
     /// raid5/6: (data disk, parity disk, q disk) of a data chunk, and the member offset of
@@ -219,28 +232,141 @@ pub struct StripePlan {
 /// chosen only when it reads strictly less (ties go to rcw). A row fully overwritten
 /// needs no reads. `written[dd]` holds a bit per row for each data unit.
 pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePlan {
-    let rows = (g.chunk / ROW) as usize;
-    let dds = g.data_disks() as usize;
-    let first = g.parity_map(stripe * dds as u64);
-    let parity: Vec<u32> = std::iter::once(first.parity).chain(first.q).collect();
-    let members: Vec<u32> = (0..dds)
-        .map(|dd| g.parity_map(stripe * dds as u64 + dd as u64).data_disk)
+    let words = row_words(g);
+    let flat: Vec<u64> = written
+        .iter()
+        .flat_map(|w| w.iter().copied().chain(std::iter::repeat(0)).take(words))
         .collect();
-    let member_of = |dd: usize| members[dd];
-    // Per member: a row list of reads and writes, merged into ranges afterwards.
-    let mut reads: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
-    let mut writes: Vec<Vec<usize>> = vec![Vec::new(); g.disks as usize];
+    let mut plan = StripePlan::default();
+    plan_stripe_into(
+        g,
+        stripe,
+        &flat,
+        &mut plan.reads,
+        &mut plan.writes,
+        &mut PlanScratch::default(),
+    );
+    plan
+}
+
+/// 64-bit words of a per-row bitmap of one chunk.
+pub fn row_words(g: &Geometry) -> usize {
+    ((g.chunk / ROW) as usize).div_ceil(64)
+}
+
+/// Buffers `plan_stripe_into` reuses between calls (the simulator plans a stripe per write).
+#[derive(Debug, Default)]
+pub struct PlanScratch {
+    reads: Vec<u64>,
+    writes: Vec<u64>,
+    disks: Vec<u32>,
+}
+
+/// Whether a stripe's pending writes need pre-reads (some written row is not fully
+/// overwritten): exactly when `plan_stripe` would plan reads, without planning.
+pub fn needs_reads(g: &Geometry, written: &[u64]) -> bool {
+    let words = row_words(g);
+    let dds = g.data_disks() as usize;
+    (0..words).any(|word| {
+        let union = (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
+        if dds > 64 {
+            // plan_stripe counts at most 64 data units per row: every row reads.
+            return union != 0;
+        }
+        let all = (0..dds).fold(!0u64, |acc, d| acc & written[d * words + word]);
+        union != all
+    })
+}
+
+/// `plan_stripe` into caller-owned buffers. `written` is flat: data unit `dd`'s row bitmap
+/// is `written[dd * row_words(g)..][..row_words(g)]`. Pieces come out by member, then by
+/// offset.
+pub fn plan_stripe_into(
+    g: &Geometry,
+    stripe: u64,
+    written: &[u64],
+    reads_out: &mut Vec<Piece>,
+    writes_out: &mut Vec<Piece>,
+    scratch: &mut PlanScratch,
+) {
+    let words = row_words(g);
+    let dds = g.data_disks() as usize;
+    // P (and Q after it), as `parity_map` places them, without its division.
+    let pd = g.parity_disk(stripe, 0).0 as u32;
+    let parity = [pd, (pd + 1) % g.disks];
+    let parity = &parity[..g.parity_count() as usize];
+    let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
+    // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
+    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
+    if (0..words).map(|w| union(w).count_ones()).sum::<u32>() == 1 {
+        // One row (a small random write): its members directly, no row bitmaps.
+        let word = (0..words).find(|&w| union(w) != 0).expect("one row");
+        let bit = union(word).trailing_zeros();
+        let row = (word * 64) as u64 + bit as u64;
+        let mut w_mask = 0u64;
+        for d in 0..dds.min(64) {
+            w_mask |= (written[d * words + word] >> bit & 1) << d;
+        }
+        let n_written = w_mask.count_ones() as usize;
+        let rmw = n_written + parity.len();
+        let rcw = dds - n_written;
+        let read_written = rmw < rcw;
+        let disks = &mut scratch.disks;
+        let at = stripe * g.chunk + row * ROW;
+        let emit = |disks: &mut Vec<u32>, out: &mut Vec<Piece>| {
+            disks.sort_unstable();
+            out.clear();
+            out.extend(disks.iter().map(|&disk| Piece {
+                disk,
+                offset: at,
+                len: ROW,
+            }));
+        };
+        disks.clear();
+        if rcw > 0 {
+            disks.extend(
+                (0..dds)
+                    .filter(|&d| (w_mask >> d & 1 == 1) == read_written)
+                    .map(|d| member_of(d) as u32),
+            );
+            if read_written {
+                disks.extend(parity);
+            }
+        }
+        emit(disks, reads_out);
+        disks.clear();
+        disks.extend(
+            (0..dds)
+                .filter(|&d| w_mask >> d & 1 == 1)
+                .map(|d| member_of(d) as u32),
+        );
+        disks.extend(parity);
+        emit(disks, writes_out);
+        return;
+    }
+    // The buffers are all zero between calls: only the members used are cleared afterwards.
+    let cells = g.disks as usize * words;
+    let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
+    if reads.len() != cells {
+        reads.clear();
+        reads.resize(cells, 0);
+        writes.clear();
+        writes.resize(cells, 0);
+    }
+    // Members with any row set, a bit each (all members when there are more than 64).
+    let (mut read_disks, mut write_disks) = (0u64, 0u64);
+    let bit_of = |disk: usize| if disk < 64 { 1u64 << disk } else { !0 };
     // Rows any write touches: the union of the data units' bitmaps, one word at a time.
-    for word in 0..rows.div_ceil(64) {
-        let mut union = written.iter().fold(0u64, |acc, w| acc | w[word]);
+    for word in 0..words {
+        let mut union = union(word);
         while union != 0 {
-            let row = word * 64 + union.trailing_zeros() as usize;
+            let bit = union.trailing_zeros();
             union &= union - 1;
             // Data units written in this row, as a bit per unit (md arrays have ≤ 64 data disks
             // in any sane layout; larger ones are clamped to the first 64 here).
             let mut w_mask = 0u64;
-            for (d, bits) in written.iter().enumerate().take(64) {
-                w_mask |= (bits[word] >> (row % 64) & 1) << d;
+            for d in 0..dds.min(64) {
+                w_mask |= (written[d * words + word] >> bit & 1) << d;
             }
             let n_written = w_mask.count_ones() as usize;
             let rmw = n_written + parity.len();
@@ -249,51 +375,78 @@ pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePla
                 let read_written = rmw < rcw;
                 for d in 0..dds {
                     if (w_mask >> d & 1 == 1) == read_written {
-                        reads[member_of(d) as usize].push(row);
+                        let m = member_of(d);
+                        reads[m * words + word] |= 1 << bit;
+                        read_disks |= bit_of(m);
                     }
                 }
                 if read_written {
-                    for &p in &parity {
-                        reads[p as usize].push(row);
+                    for &p in parity {
+                        reads[p as usize * words + word] |= 1 << bit;
+                        read_disks |= bit_of(p as usize);
                     }
                 }
             }
             for d in (0..dds).filter(|d| w_mask >> d & 1 == 1) {
-                writes[member_of(d) as usize].push(row);
+                let m = member_of(d);
+                writes[m * words + word] |= 1 << bit;
+                write_disks |= bit_of(m);
             }
-            for &p in &parity {
-                writes[p as usize].push(row);
+            for &p in parity {
+                writes[p as usize * words + word] |= 1 << bit;
+                write_disks |= bit_of(p as usize);
             }
         }
     }
     let base = stripe * g.chunk;
-    StripePlan {
-        reads: merge_rows(&reads, base),
-        writes: merge_rows(&writes, base),
-    }
+    merge_rows(reads, words, read_disks, base, reads_out);
+    merge_rows(writes, words, write_disks, base, writes_out);
 }
 
 /// Contiguous rows on one member become one I/O, as the block layer merges them.
-fn merge_rows(per_disk: &[Vec<usize>], base: u64) -> Vec<Piece> {
-    let mut out = Vec::new();
-    for (disk, rows) in per_disk.iter().enumerate() {
-        let mut i = 0;
-        while i < rows.len() {
-            let start = rows[i];
-            let mut end = start + 1;
-            while i + 1 < rows.len() && rows[i + 1] == end {
-                i += 1;
-                end += 1;
-            }
+/// `bits` holds `words` words of row bitmap per member.
+/// Members outside `disks` (a bit per member, the first 64) are known to be empty; the
+/// rows of those inside are cleared after use.
+fn merge_rows(bits: &mut [u64], words: usize, disks: u64, base: u64, out: &mut Vec<Piece>) {
+    out.clear();
+    for (disk, b) in bits.chunks_mut(words).enumerate() {
+        if disk < 64 && disks >> disk & 1 == 0 {
+            continue;
+        }
+        for_each_run(b, |start, end| {
             out.push(Piece {
                 disk: disk as u32,
                 offset: base + start as u64 * ROW,
                 len: (end - start) as u64 * ROW,
-            });
-            i += 1;
-        }
+            })
+        });
+        b.fill(0);
     }
-    out
+}
+
+/// Calls `f(start, end)` for each run of set bits in `bits`, in ascending order.
+fn for_each_run(bits: &[u64], mut f: impl FnMut(usize, usize)) {
+    let total = bits.len() * 64;
+    let mut r = 0;
+    while r < total {
+        let ones = bits[r / 64] >> (r % 64);
+        if ones == 0 {
+            r = (r / 64 + 1) * 64;
+            continue;
+        }
+        r += ones.trailing_zeros() as usize;
+        let start = r;
+        while r < total {
+            let zeros = !bits[r / 64] >> (r % 64);
+            if zeros == 0 {
+                r = (r / 64 + 1) * 64;
+                continue;
+            }
+            r += zeros.trailing_zeros() as usize;
+            break;
+        }
+        f(start, r);
+    }
 }
 
 #[cfg(test)]

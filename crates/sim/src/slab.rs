@@ -1,6 +1,7 @@
 //! A slab: a table whose indices stay valid while an item lives and are reused once it
 //! is removed. Host I/Os, md parts and in-flight device requests are all tracked by index,
-//! so the simulator's hot loop allocates nothing per I/O for bookkeeping.
+//! so the simulator's hot loop allocates nothing per I/O for bookkeeping; a `Pool` also
+//! keeps each entry's buffers for its next user.
 
 pub struct Slab<T> {
     items: Vec<Option<T>>,
@@ -38,5 +39,43 @@ impl<T> Slab<T> {
 impl<T> Default for Slab<T> {
     fn default() -> Self {
         Slab::new()
+    }
+}
+
+/// Like `Slab`, but entries outlive their use: a released entry keeps its buffers (the
+/// `Vec`s inside it) for the next user, so steady-state operation allocates nothing.
+pub struct Pool<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T: Default> Pool<T> {
+    pub fn new() -> Self {
+        Pool {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+    /// An entry to use, holding whatever its last user left: callers reset what they read.
+    pub fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.items.push(T::default());
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    pub fn get(&mut self, i: u32) -> &mut T {
+        &mut self.items[i as usize]
+    }
+    pub fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+impl<T: Default> Default for Pool<T> {
+    fn default() -> Self {
+        Pool::new()
     }
 }

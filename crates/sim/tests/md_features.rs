@@ -1,0 +1,136 @@
+//! md features beyond the data path: the write-intent bitmap and the initial resync.
+//! Each test compares the same case with and without the feature, so it fails if the
+//! feature costs nothing (or, for sequential writes with a bitmap, far too much).
+
+use raidlab_core::{Case, Plan};
+use raidlab_fio::parse_output;
+use std::path::Path;
+
+/// A one-case plan: `arrays` and `workload` are TOML lines for `[arrays]` / `[workloads]`.
+fn case(disks: u32, arrays: &str, workload: &str) -> Case {
+    let text = format!(
+        "name = \"t\"\n[disks]\ncount = {disks}\nmodel = \"hdd-7200-500g-2010\"\n[arrays]\nfilesystem = \"none\"\nwrite_cache = \"off\"\n{arrays}\n[workloads]\n{workload}\n"
+    );
+    Plan::parse(&text, Path::new("t.toml")).unwrap().cases()[0].clone()
+}
+
+/// (write IOPS, write MB/s, member writes per host write)
+fn writes(c: &Case) -> (f64, f64, f64) {
+    let out = raidlab_sim::simulate(c, 1).unwrap();
+    let f = parse_output(&out.fio_json).unwrap().figures;
+    let w = f.write.as_ref().unwrap();
+    let host = f.disk_util[0].write_ios as f64;
+    let members: u64 = f.disk_util[1..].iter().map(|d| d.write_ios).sum();
+    (w.iops, w.bw_bytes_s / 1e6, members as f64 / host)
+}
+
+const RANDOM_WIDE: &str =
+    "rw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"400g\"\nruntime = \"30s\"";
+const SEQUENTIAL: &str =
+    "rw = \"write\"\nbs = \"1m\"\niodepth = 4\nsize = \"100g\"\nruntime = \"30s\"";
+
+#[test]
+fn bitmap_slows_random_writes_over_a_wide_span() {
+    for (level, disks) in [("raid5", 6), ("raid10", 6), ("raid1", 2)] {
+        let arrays = format!("level = \"{level}\"\nresync = \"assume-clean\"");
+        let (plain, _, plain_w) = writes(&case(disks, &arrays, RANDOM_WIDE));
+        let (with, _, with_w) = writes(&case(
+            disks,
+            &format!("{arrays}\nbitmap = \"internal\""),
+            RANDOM_WIDE,
+        ));
+        assert!(
+            with < plain * 0.9,
+            "{level}: randwrite over 400 GB {with:.1} IOPS with a bitmap, {plain:.1} without"
+        );
+        // The cost is the bitmap page written to every member before new chunks' data.
+        assert!(
+            with_w > plain_w + 0.5,
+            "{level}: {with_w:.2} member writes per host write with a bitmap, {plain_w:.2} without"
+        );
+    }
+}
+
+/// One page write per 64 MiB chunk: a few % (the disks idle while the page is written).
+#[test]
+fn bitmap_barely_costs_sequential_writes() {
+    for (level, disks) in [("raid5", 6), ("raid10", 4)] {
+        let arrays = format!("level = \"{level}\"\nresync = \"assume-clean\"");
+        let (_, plain, _) = writes(&case(disks, &arrays, SEQUENTIAL));
+        let (_, with, _) = writes(&case(
+            disks,
+            &format!("{arrays}\nbitmap = \"internal\""),
+            SEQUENTIAL,
+        ));
+        assert!(
+            with < plain && with > plain * 0.92,
+            "{level}: sequential write {with:.0} MB/s with a bitmap, {plain:.0} without: expected less, by under 8 %"
+        );
+    }
+}
+
+const RANDOM_FILE: &str =
+    "rw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"10g\"\nruntime = \"60s\"";
+
+/// (write IOPS, member reads, member writes, host writes)
+fn member_ios(c: &Case) -> (f64, u64, u64, u64) {
+    let out = raidlab_sim::simulate(c, 1).unwrap();
+    let f = parse_output(&out.fio_json).unwrap().figures;
+    let m = &f.disk_util[1..];
+    (
+        f.write.as_ref().unwrap().iops,
+        m.iter().map(|d| d.read_ios).sum(),
+        m.iter().map(|d| d.write_ios).sum(),
+        f.disk_util[0].write_ios,
+    )
+}
+
+#[test]
+fn resync_during_the_workload_costs_random_write_iops() {
+    for level in ["raid5", "raid6", "raid10"] {
+        let arrays = |resync: &str| format!("level = \"{level}\"\nresync = \"{resync}\"");
+        let clean = member_ios(&case(6, &arrays("assume-clean"), RANDOM_FILE)).0;
+        let during = member_ios(&case(6, &arrays("during"), RANDOM_FILE)).0;
+        assert!(
+            during < clean,
+            "{level}: randwrite {during:.1} IOPS during resync, {clean:.1} without"
+        );
+    }
+}
+
+/// Under load md holds the resync near `speed_limit_min` (1000 KiB/s of member progress):
+/// on a 6-disk raid5 (recovery: 5 members read, 1 written per 128 KiB step) that is about
+/// 60 s × 1000 KiB/s / 128 KiB ≈ 470 steps, not the thousands an unthrottled resync does.
+/// Host writes cost 2 reads + 2 writes each (md-exact); the rest is the resync's.
+#[test]
+fn resync_under_load_runs_near_speed_limit_min() {
+    let (_, reads, writes, host) = member_ios(&case(
+        6,
+        "level = \"raid5\"\nresync = \"during\"",
+        RANDOM_FILE,
+    ));
+    let steps = 60.0 * 1000.0 / 128.0;
+    let resync_reads = reads as f64 - 2.0 * host as f64;
+    let resync_writes = writes as f64 - 2.0 * host as f64;
+    assert!(
+        (0.7 * 5.0 * steps..=1.5 * 5.0 * steps).contains(&resync_reads),
+        "resync made {resync_reads} member reads, expected ≈ {:.0}",
+        5.0 * steps
+    );
+    assert!(
+        (0.7 * steps..=1.5 * steps).contains(&resync_writes),
+        "resync made {resync_writes} member writes, expected ≈ {steps:.0}"
+    );
+}
+
+#[test]
+fn bitmap_and_resync_replay_identically() {
+    let c = case(
+        6,
+        "level = \"raid5\"\nbitmap = \"internal\"\nresync = \"during\"",
+        "rw = \"randrw\"\nbs = \"16k\"\niodepth = 8\nsize = \"200g\"\nruntime = \"20s\"",
+    );
+    let a = raidlab_sim::simulate(&c, 3).unwrap().fio_json;
+    assert_eq!(a, raidlab_sim::simulate(&c, 3).unwrap().fio_json);
+    assert_ne!(a, raidlab_sim::simulate(&c, 4).unwrap().fio_json);
+}
