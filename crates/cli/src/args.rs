@@ -140,6 +140,14 @@ pub struct ReportArgs {
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Add a chart with this plan dimension on the x axis: level, layout, chunk, bs,
+    /// iodepth, numjobs, disks, rw.
+    #[arg(long)]
+    pub x: Option<String>,
+    /// … and this metric on the y axis [default: iops]: iops, read_iops, write_iops, bw,
+    /// read_bw, write_bw, lat, read_lat, write_lat, p99, read_p99, write_p99.
+    #[arg(long)]
+    pub y: Option<String>,
 }
 
 #[derive(Debug, Args)]

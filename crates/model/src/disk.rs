@@ -44,12 +44,13 @@ pub fn ncq_gain(qd: f64) -> f64 {
 
 impl PerDisk {
     /// From a disk model. `per_disk_qd` is the outstanding I/Os each member sees
-    /// (fio's iodepth × numjobs spread over the members).
-    pub fn from_model(model: &DiskModel, w: &Workload, per_disk_qd: f64) -> PerDisk {
+    /// (fio's iodepth × numjobs spread over the members); `span` the share of the disk's
+    /// capacity the test region covers on each member (short spans seek less).
+    pub fn from_model(model: &DiskModel, w: &Workload, per_disk_qd: f64, span: f64) -> PerDisk {
         let bs = w.bs.0 as f64;
         let random = w.rw.is_random();
         let (read_iops, write_iops, read_bw, write_bw) = match &model.kind {
-            DiskKind::Hdd(p) => hdd(p, bs, random, per_disk_qd),
+            DiskKind::Hdd(p) => hdd(p, bs, random, per_disk_qd, span),
             DiskKind::Ssd(p) => ssd(p, bs, random, per_disk_qd),
             DiskKind::Throttle(p) => throttle(p, bs, per_disk_qd),
         };
@@ -84,19 +85,33 @@ impl PerDisk {
     }
 }
 
-/// Mechanical disk. Random: one I/O costs controller overhead + average seek + half a
-/// revolution + the transfer at the mean of outer and inner media rates (writes add the
-/// write settle), times the NCQ gain. Sequential: the outer zone's media rate (the test
+/// Average seek within a region covering `span` (0..=1) of the stroke: the mean random
+/// distance is a third of the region, and on the Ruemmler–Wilkes curve the simulator
+/// uses (`t2t + (avg − t2t)·√(d / (N/3))`) that is `t2t + (avg − t2t)·√span`.
+pub fn span_seek(p: &HddParams, span: f64) -> f64 {
+    let (t2t, avg) = (p.track_to_track.as_secs_f64(), p.avg_seek.as_secs_f64());
+    t2t + (avg - t2t) * span.clamp(0.0, 1.0).sqrt()
+}
+
+/// Mechanical disk. Random: one I/O costs controller overhead + seek over the region
+/// ([`span_seek`]) + half a revolution + the transfer at the mean of outer and inner
+/// media rates (writes add the write settle). With q queued commands the drive does the
+/// better of two things: the published whole-disk NCQ gain ([`ncq_gain`]), or
+/// shortest-positioning-first cutting the rotational wait to one revolution / (q + 1)
+/// (what dominates on short spans). Sequential: the outer zone's media rate (the test
 /// region starts at the array's start), capped by the interface.
-fn hdd(p: &HddParams, bs: f64, random: bool, qd: f64) -> (f64, f64, f64, f64) {
-    let half_rev = 30.0 / p.rpm as f64;
+fn hdd(p: &HddParams, bs: f64, random: bool, qd: f64, span: f64) -> (f64, f64, f64, f64) {
+    let rev = 60.0 / p.rpm as f64;
     let mean_rate = (p.outer_mb_s + p.inner_mb_s) / 2.0 * 1e6;
     if random {
-        let read_t =
-            p.overhead.as_secs_f64() + p.avg_seek.as_secs_f64() + half_rev + bs / mean_rate;
-        let write_t = read_t + p.write_settle.as_secs_f64();
-        let g = ncq_gain(qd.min(p.queue_depth as f64));
-        let (ri, wi) = (g / read_t, g / write_t);
+        let q = qd.clamp(1.0, p.queue_depth as f64);
+        let fixed = p.overhead.as_secs_f64() + span_seek(p, span) + bs / mean_rate;
+        let iops = |settle: f64| {
+            let one = 1.0 / (fixed + settle + rev / 2.0);
+            let sorted = 1.0 / (fixed + settle + rev / (q + 1.0));
+            (one * ncq_gain(q)).max(sorted)
+        };
+        let (ri, wi) = (iops(0.0), iops(p.write_settle.as_secs_f64()));
         (ri, wi, ri * bs, wi * bs)
     } else {
         let bw = p.outer_mb_s.min(p.interface_mb_s) * 1e6;
@@ -159,17 +174,34 @@ mod tests {
     fn a_2010_7200_rpm_disk_does_about_75_random_iops() {
         // 0.5 ms overhead + 8.5 ms seek + 4.17 ms half revolution + 4096 B / 95 MB/s.
         let m = DiskModel::preset("hdd-7200-500g-2010").unwrap();
-        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0);
+        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0, 1.0);
         let expected = 1.0 / (0.0005 + 0.0085 + 30.0 / 7200.0 + 4096.0 / 95e6);
         assert!((d.read_iops - expected).abs() < 1e-9);
         assert!((d.read_iops - 75.7).abs() < 0.1, "{}", d.read_iops);
         assert!(d.write_iops < d.read_iops, "writes settle longer");
+        // Whole disk at QD32: the NCQ table's ×1.8 beats rotational sorting.
+        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 32), 32.0, 1.0);
+        assert!((d.read_iops - 1.8 * expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_short_span_seeks_less_and_sorting_cuts_rotation() {
+        let m = DiskModel::preset("hdd-7200-16t-2019").unwrap();
+        let DiskKind::Hdd(p) = &m.kind else { panic!() };
+        assert_eq!(span_seek(p, 1.0), 0.0085);
+        assert!((span_seek(p, 0.25) - (0.0008 + 0.0077 * 0.5)).abs() < 1e-12);
+        // The 2019 seed: 30 GB at the start of a 16 TB disk, QD 32 × 4 jobs; measured 550.
+        let w = workload(Rw::RandRead, 4096, 32);
+        let d = PerDisk::from_model(&m, &w, 128.0, 30e9 / 16e12);
+        let t = 0.00025 + span_seek(p, 30e9 / 16e12) + (60.0 / 7200.0) / 33.0 + 4096.0 / 200e6;
+        assert!((d.read_iops - 1.0 / t).abs() < 1e-9);
+        assert!((d.read_iops - 550.0).abs() < 100.0, "{}", d.read_iops);
     }
 
     #[test]
     fn sequential_hdd_is_the_outer_zone_rate() {
         let m = DiskModel::preset("hdd-7200-16t-2019").unwrap();
-        let d = PerDisk::from_model(&m, &workload(Rw::Read, 1 << 20, 32), 32.0);
+        let d = PerDisk::from_model(&m, &workload(Rw::Read, 1 << 20, 32), 32.0, 1.0);
         assert_eq!(d.read_bw, 270e6);
         assert_eq!(d.read_iops, 270e6 / 1048576.0);
     }
@@ -187,12 +219,12 @@ mod tests {
     #[test]
     fn ssd_and_throttle_limits() {
         let m = DiskModel::preset("throttle-75").unwrap();
-        let d = PerDisk::from_model(&m, &workload(Rw::RandWrite, 4096, 4), 4.0);
+        let d = PerDisk::from_model(&m, &workload(Rw::RandWrite, 4096, 4), 4.0, 1.0);
         assert_eq!(d.write_iops, 75.0);
         let m = DiskModel::preset("ssd-sata").unwrap();
-        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0);
+        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0, 1.0);
         assert!((d.read_iops - 1.0 / 85e-6).abs() < 1e-6);
-        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 64), 64.0);
+        let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 64), 64.0, 1.0);
         assert!((d.read_iops - 8.0 / 85e-6).abs() < 1e-6, "8 parallel units");
     }
 
