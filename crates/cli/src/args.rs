@@ -33,6 +33,8 @@ pub enum Command {
     Sim(SimArgs),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
+    /// Compare two results directories case by case, with a significance test on the repetitions.
+    Compare(CompareArgs),
     /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.
     Import(ImportArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
@@ -157,4 +159,12 @@ pub struct ImportArgs {
     /// The store to import into (created if missing) [default: results/import-<source name>].
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline results directory.
+    pub a: PathBuf,
+    /// The results directory compared with it.
+    pub b: PathBuf,
 }

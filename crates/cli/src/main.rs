@@ -2,6 +2,7 @@
 //! on them. Each subcommand lives in its own module; the crates below do the work.
 
 mod args;
+mod compare;
 mod import;
 mod progress;
 mod rows;
@@ -36,6 +37,7 @@ fn run_cli() -> Result<()> {
         Command::Sim(a) => sim::sim(a),
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
+        Command::Compare(a) => compare::compare(a),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

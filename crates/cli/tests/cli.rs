@@ -301,3 +301,123 @@ fn completions_and_man_page_come_from_the_clap_definition() {
         .success()
         .stdout(predicate::str::contains("Run every case of a plan"));
 }
+
+fn run_plan(plan: &str, out: &Path, seed: &str) {
+    raidlab()
+        .args(["run", plan, "--quiet", "--seed", seed, "--out"])
+        .arg(out)
+        .assert()
+        .success();
+}
+
+/// Issue 6: `report --x DIM --y METRIC` adds a chart with a point per x value; unknown
+/// names fail with the list of valid ones.
+#[test]
+fn report_x_y_chart_and_unknown_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2013.toml", &out, "1");
+    let html = dir.path().join("xy.html");
+    raidlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "level",
+            "--y",
+            "write_iops",
+            "-o",
+        ])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let chart = text
+        .split("<svg class=\"chart custom\"")
+        .nth(1)
+        .expect("custom chart");
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    for level in ["raid0", "raid10", "raid5", "raid6"] {
+        assert_eq!(
+            chart.matches(&format!("data-x=\"{level}\"")).count(),
+            1,
+            "{level}: one series (layout follows level), one point"
+        );
+    }
+    raidlab()
+        .args(["report", out.to_str().unwrap(), "--x", "colour"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("unknown dimension `colour`").and(
+            predicate::str::contains("level, layout, chunk, bs, iodepth, numjobs, disks, rw"),
+        ));
+    raidlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "chunk",
+            "--y",
+            "speed",
+        ])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("unknown metric `speed`")
+                .and(predicate::str::contains("iops, read_iops, write_iops, bw")),
+        );
+}
+
+/// Issue 6: `compare` says a single run cannot be tested, and runs Mann–Whitney U on
+/// repetitions.
+#[test]
+fn compare_one_run_and_repetitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    run_plan("examples/seed-2013.toml", &a, "1");
+    run_plan("examples/seed-2013.toml", &b, "2");
+    let out = raidlab()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Mann–Whitney U"), "{text}");
+    assert!(text.contains("8 case(s) in both"), "{text}");
+    assert_eq!(
+        text.matches("not testable, 1 run").count(),
+        8 * 4,
+        "8 cases × (IOPS, MiB/s, mean, p99) of their one direction: {text}"
+    );
+
+    let plan = dir.path().join("rep.toml");
+    std::fs::write(
+        &plan,
+        "name = \"rep\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"raid5\"\n\
+         chunk = \"512k\"\nfilesystem = \"xfs\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"randwrite\"\n\
+         bs = \"4k\"\niodepth = 8\nsize = \"10g\"\nruntime = \"5s\"\n[run]\nrepeat = 4\n",
+    )
+    .unwrap();
+    let c = dir.path().join("c");
+    run_plan(plan.to_str().unwrap(), &c, "1");
+    let out = raidlab()
+        .args(["compare", c.to_str().unwrap(), c.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.matches("not significant (p = 1.000) (A 4 run(s), B 4)")
+            .count(),
+        4,
+        "identical runs: {text}"
+    );
+    raidlab()
+        .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no case id is in both"));
+}

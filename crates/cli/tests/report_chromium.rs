@@ -88,6 +88,32 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         }
     }
 
+    // Measured vs model: one bar and one model tick per level, per workload.
+    let model: Vec<&str> = dom.split("<svg class=\"chart vs-model\"").skip(1).collect();
+    assert_eq!(model.len(), 2, "randread and randwrite");
+    for chart in model {
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        for level in ["raid0 512k", "raid10 n2 512k", "raid5 512k", "raid6 512k"] {
+            let label = format!("data-label=\"{level}\"");
+            assert_eq!(
+                chart.matches(&label).count(),
+                2,
+                "{level}: bar + model tick"
+            );
+        }
+    }
+    // Per case: a member I/O share chart (six members) and an IOPS-over-time line.
+    let shares: Vec<&str> = dom.split("<svg class=\"chart share\"").skip(1).collect();
+    assert_eq!(shares.len(), 8, "one per case");
+    for chart in shares {
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        assert_eq!(chart.matches("class=\"member\"").count(), 6);
+    }
+    assert_eq!(dom.matches("<svg class=\"chart over-time\"").count(), 8);
+    for heading in ["Summary", "Anomalies", "Cases in detail", "All cases"] {
+        assert!(dom.contains(&format!("<h2>{heading}</h2>")), "{heading}");
+    }
+
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("report-seed-2013.png");

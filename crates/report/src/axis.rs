@@ -229,6 +229,8 @@ pub fn sweep(rows: &[&Row], x: Dim, y: Metric) -> Sweep {
     let varying: Vec<Dim> = Dim::ALL
         .into_iter()
         .filter(|d| *d != x)
+        // md's layout follows its level: spreading levels over x must not split them.
+        .filter(|d| !(x == Dim::Level && *d == Dim::Layout))
         .filter(|d| {
             let first = rows.first().map(|r| d.value(r).0);
             rows.iter().any(|r| Some(d.value(r).0) != first)
