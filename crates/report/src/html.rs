@@ -313,8 +313,12 @@ fn sweeps(s: &mut String, rows: &[Row]) {
     ] {
         let mut groups: BTreeMap<Vec<String>, Vec<&Row>> = BTreeMap::new();
         for r in rows.iter().filter(|r| dim.value(r).0 != "–") {
+            let part = |d: &Dim| match d {
+                Dim::Rw | Dim::Bs => d.value(r).0,
+                _ => format!("{}={}", d.name(), d.value(r).0),
+            };
             groups
-                .entry(fixed.iter().map(|d| d.value(r).0).collect())
+                .entry(fixed.iter().map(part).collect())
                 .or_default()
                 .push(r);
         }
