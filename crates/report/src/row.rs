@@ -284,7 +284,10 @@ impl Row {
                 _ => "–".into(),
             },
             self.deviation
-                .map(|d| format!("{:+.0} %", d * 100.0))
+                .map(|d| match (d * 100.0).round() {
+                    0.0 => "±0 %".to_string(), // not "-0 %"
+                    p => format!("{p:+.0} %"),
+                })
                 .unwrap_or_else(|| "–".into()),
             if self.anomalies.is_empty() {
                 "–".into()
