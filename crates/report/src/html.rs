@@ -229,7 +229,7 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
         };
         let model = best
             .deviation
-            .map(|d| format!(" ({:+.0} % against the model)", d * 100.0))
+            .map(|d| format!(" ({} against the model)", crate::row::signed_pct(d)))
             .unwrap_or_default();
         let _ = write!(
             s,

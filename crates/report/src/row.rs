@@ -245,6 +245,14 @@ pub(crate) const TABLE_HEADINGS: [&str; 15] = [
     "anomalies",
 ];
 
+/// A deviation as `+16 %`, `-42 %`, or `±0 %` (never `-0 %`).
+pub(crate) fn signed_pct(d: f64) -> String {
+    match (d * 100.0).round() {
+        0.0 => "±0 %".to_string(),
+        p => format!("{p:+.0} %"),
+    }
+}
+
 fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))
         .unwrap_or_else(|| "–".into())
@@ -283,12 +291,7 @@ impl Row {
                 (Some(lo), Some(hi)) if self.repetitions > 1 => format!("{lo:.1}–{hi:.1}"),
                 _ => "–".into(),
             },
-            self.deviation
-                .map(|d| match (d * 100.0).round() {
-                    0.0 => "±0 %".to_string(), // not "-0 %"
-                    p => format!("{p:+.0} %"),
-                })
-                .unwrap_or_else(|| "–".into()),
+            self.deviation.map(signed_pct).unwrap_or_else(|| "–".into()),
             if self.anomalies.is_empty() {
                 "–".into()
             } else {

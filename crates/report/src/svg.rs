@@ -164,7 +164,11 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
             );
         }
     }
-    s.push_str("</svg>");
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="{y:.1}" class="lbl">bars: measured · black tick and figure: the model's expectation</text></svg>"#,
+        y = top + plot_h + 56.0
+    );
     s
 }
 
