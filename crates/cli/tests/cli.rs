@@ -421,3 +421,67 @@ fn compare_one_run_and_repetitions() {
         .failure()
         .stderr(predicate::str::contains("no case id is in both"));
 }
+
+/// Issue 6: the anomaly rules reach the exports and the report through the store: a
+/// repetition recorded with a resync and a write cache left on is flagged, with the
+/// sentences in the HTML; per case the report shows the environment and the commands.
+#[test]
+fn recorded_environment_flags_anomalies_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2013.toml", &out, "1");
+    let mut store = raidlab_store::Store::open(&out).unwrap();
+    let first = store
+        .results()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.figures.write.is_some())
+        .unwrap();
+    let raw = std::fs::read(store.raw_path(&first)).unwrap();
+    store
+        .commit_result(&raidlab_store::NewResult {
+            case_id: first.case_id.clone(),
+            repetition: 2,
+            target: first.target.clone(),
+            figures: first.figures.clone(),
+            raw_json: raw,
+            logs: vec![],
+            environment: serde_json::json!({
+                "resync_during_fio": true,
+                "write_cache_after": {"/dev/sda": false, "/dev/sdb": true},
+            }),
+            started_unix: 0,
+            wall_ns: 1,
+            source: None,
+        })
+        .unwrap();
+    drop(store);
+
+    let rows = csv(&out);
+    let col = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    let flagged: Vec<&Vec<String>> = rows[1..]
+        .iter()
+        .filter(|r| !r[col("anomalies")].is_empty())
+        .collect();
+    assert_eq!(flagged.len(), 1, "{rows:?}");
+    assert_eq!(flagged[0][col("case_id")], first.case_id.0);
+    assert_eq!(flagged[0][col("anomalies")], "resync write-cache");
+    assert_eq!(flagged[0][col("repetitions")], "2");
+
+    raidlab()
+        .args(["report", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Repetition 2: An md resync or recovery ran during the test"));
+    assert!(
+        html.contains("the cache was on for /dev/sdb:"),
+        "only the member with it on"
+    );
+    assert!(!html.contains("No anomaly rule fired"));
+    assert!(html.contains("mdadm --create"), "the case's commands");
+    assert!(
+        html.contains("&quot;disk_model&quot;") || html.contains("\"disk_model\""),
+        "environment"
+    );
+}
