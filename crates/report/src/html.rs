@@ -5,7 +5,7 @@
 
 use crate::axis::{sweep, Dim, Metric};
 use crate::row::{Row, TABLE_HEADINGS};
-use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart};
+use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -138,9 +138,16 @@ pub fn render_report(rep: &Report) -> String {
             ("write latency (mean)", "ms", |r| r.write_lat_mean_ms),
         ];
         for (name, unit, get) in series {
-            let bars: Vec<(String, f64)> = rs
+            // Whiskers: the repetitions' IOPS range, where it is this direction's alone.
+            let spread = |r: &Row| {
+                let one_direction = r.read_iops.is_none() || r.write_iops.is_none();
+                (unit == "IOPS" && r.repetitions > 1 && one_direction)
+                    .then_some(r.iops_min.zip(r.iops_max))
+                    .flatten()
+            };
+            let bars: Vec<Bar> = rs
                 .iter()
-                .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v)))
+                .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
                 .collect();
             if !bars.is_empty() {
                 s.push_str(&bar_chart(&format!("{key}: {name}"), unit, &bars));

@@ -23,12 +23,20 @@ fn nice_max(v: f64) -> f64 {
     10.0 * mag
 }
 
-/// A vertical bar chart. Each bar is (label, value); the value is printed above it.
+/// One bar: label, value, and the (lowest, highest) value over repetitions.
+pub type Bar = (String, f64, Option<(f64, f64)>);
+
+/// A vertical bar chart. Each bar is (label, value, spread); the value is printed above
+/// it and a spread (lowest, highest over repetitions) is drawn as a whisker.
 /// `class="chart"` and one `<rect class="bar" data-label=…>` per bar let tests count points.
-pub fn bar_chart(title: &str, unit: &str, bars: &[(String, f64)]) -> String {
+pub fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
     let (w, h, left, bottom, top) = (640.0, 300.0, 64.0, 70.0, 36.0);
     let plot_h = h - bottom - top;
-    let max = nice_max(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    let max = nice_max(
+        bars.iter()
+            .map(|b| b.1.max(b.2.map_or(0.0, |s| s.1)))
+            .fold(0.0, f64::max),
+    );
     let slot = (w - left - 16.0) / bars.len().max(1) as f64;
     let mut s = String::new();
     let _ = write!(
@@ -56,15 +64,31 @@ pub fn bar_chart(title: &str, unit: &str, bars: &[(String, f64)]) -> String {
         top + plot_h / 2.0,
         esc(unit)
     );
-    for (i, (label, v)) in bars.iter().enumerate() {
+    for (i, (label, v, spread)) in bars.iter().enumerate() {
         let bw = (slot * 0.7).min(60.0);
         let x = left + slot * i as f64 + (slot - bw) / 2.0;
         let bh = if max > 0.0 { plot_h * v / max } else { 0.0 };
-        let y = top + plot_h - bh;
+        let mut y = top + plot_h - bh;
+        if let Some((lo, hi)) = spread {
+            let (ylo, yhi) = (
+                top + plot_h - plot_h * lo / max,
+                top + plot_h - plot_h * hi / max,
+            );
+            let _ = write!(
+                s,
+                r#"<line class="spread" data-label="{l}" data-min="{lo}" data-max="{hi}" x1="{cx:.1}" x2="{cx:.1}" y1="{ylo:.1}" y2="{yhi:.1}" stroke="black" stroke-width="1.5"><title>{l}: {los}–{his} over repetitions</title></line>"#,
+                l = esc(label),
+                cx = x + bw / 2.0,
+                los = short(*lo),
+                his = short(*hi),
+            );
+            y = y.min(yhi);
+        }
         let _ = write!(
             s,
-            r#"<rect class="bar c{c}" data-label="{l}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{bw:.1}" height="{bh:.1}"><title>{l}: {vs} {u}</title></rect><text x="{cx:.1}" y="{vy:.1}" class="val">{vs}</text><text x="{cx:.1}" y="{ly:.1}" class="lbl" transform="rotate(20 {cx:.1} {ly:.1})">{l}</text>"#,
+            r#"<rect class="bar c{c}" data-label="{l}" data-value="{v}" x="{x:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}"><title>{l}: {vs} {u}</title></rect><text x="{cx:.1}" y="{vy:.1}" class="val">{vs}</text><text x="{cx:.1}" y="{ly:.1}" class="lbl" transform="rotate(20 {cx:.1} {ly:.1})">{l}</text>"#,
             c = i % 8,
+            by = top + plot_h - bh,
             l = esc(label),
             u = esc(unit),
             vs = short(*v),
