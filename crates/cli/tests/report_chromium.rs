@@ -102,6 +102,41 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
             );
         }
     }
+    // Member I/Os per fio I/O: a bar per level, and md's write costs visible in them.
+    let cost: Vec<&str> = dom
+        .split("<svg class=\"chart member-cost\"")
+        .skip(1)
+        .collect();
+    assert_eq!(cost.len(), 2, "randread and randwrite");
+    let write_cost = &cost[1][..cost[1].find("</svg>").unwrap()];
+    assert!(
+        write_cost.contains("randwrite"),
+        "groups are sorted: randwrite second"
+    );
+    for (level, expected) in [
+        ("raid0 512k", 1.0),
+        ("raid10 n2 512k", 2.0),
+        ("raid5 512k", 4.0),
+        ("raid6 512k", 6.0),
+    ] {
+        let at = write_cost
+            .find(&format!("data-label=\"{level}\" data-value=\""))
+            .unwrap_or_else(|| panic!("{level}"));
+        let rest = &write_cost[at..];
+        let v: f64 = rest
+            .split("data-value=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (v - expected).abs() < 0.05,
+            "{level}: {v} member I/Os per write"
+        );
+    }
     // Per case: a member I/O share chart (six members) and an IOPS-over-time line.
     let shares: Vec<&str> = dom.split("<svg class=\"chart share\"").skip(1).collect();
     assert_eq!(shares.len(), 8, "one per case");

@@ -150,8 +150,23 @@ pub fn render_report(rep: &Report) -> String {
                 .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
                 .collect();
             if !bars.is_empty() {
-                s.push_str(&bar_chart(&format!("{key}: {name}"), unit, &bars));
+                s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
             }
+        }
+        let cost: Vec<Bar> = rs
+            .iter()
+            .filter_map(|r| {
+                r.member_ios_per_io
+                    .map(|v| (r.array_label.clone(), v, None))
+            })
+            .collect();
+        if !cost.is_empty() {
+            s.push_str(&bar_chart(
+                "chart member-cost",
+                &format!("{key}: member I/Os per fio I/O"),
+                "I/Os",
+                &cost,
+            ));
         }
         let (_, unit) = headline(rs[0]);
         let items: Vec<(String, f64, Option<f64>)> = rs

@@ -29,7 +29,7 @@ pub type Bar = (String, f64, Option<(f64, f64)>);
 /// A vertical bar chart. Each bar is (label, value, spread); the value is printed above
 /// it and a spread (lowest, highest over repetitions) is drawn as a whisker.
 /// `class="chart"` and one `<rect class="bar" data-label=…>` per bar let tests count points.
-pub fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
+pub fn bar_chart(class: &str, title: &str, unit: &str, bars: &[Bar]) -> String {
     let (w, h, left, bottom, top) = (640.0, 300.0, 64.0, 70.0, 36.0);
     let plot_h = h - bottom - top;
     let max = nice_max(
@@ -41,7 +41,7 @@ pub fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="20" class="ct">{t}</text>"#,
+        r#"<svg class="{class}" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="20" class="ct">{t}</text>"#,
         t = esc(title),
         x = w / 2.0
     );
