@@ -1,6 +1,7 @@
 //! How long the HTML report of 1,000 cases takes (goal: under 3 s), model and anomaly
 //! rules included: `cargo bench -p raidlab-report --bench report`. The cases come from a
-//! plan (4 levels × 5 chunks × 5 queue depths × 2 block sizes × 5 rw modes); figures,
+//! plan (4 levels × 5 chunks × 5 queue depths × 2 block sizes × 5 rw modes, as
+//! `examples/bench-1000.toml`); figures,
 //! 60-second IOPS logs and six members' disk_util are generated, so this times the model,
 //! the host commands and the renderer, not the simulator or SQLite.
 
