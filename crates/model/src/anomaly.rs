@@ -44,6 +44,7 @@ pub enum Rule {
     WriteCache,
     NonUniform,
     StripeCache,
+    PartialStripe,
     Erratic,
     OffModel,
 }
@@ -57,6 +58,7 @@ impl Rule {
             Rule::WriteCache => "write-cache",
             Rule::NonUniform => "non-uniform",
             Rule::StripeCache => "stripe-cache",
+            Rule::PartialStripe => "partial-stripe",
             Rule::Erratic => "erratic",
             Rule::OffModel => "off-model",
         }
@@ -209,9 +211,10 @@ fn non_uniform(o: &Observation) -> Option<Anomaly> {
     )
 }
 
-/// Sequential writes on raid5/6 far below the full-stripe expectation with a small
+/// Sequential writes on raid5/6 far below the full-stripe expectation: with less than a
+/// stripe in flight, blamed on the partial stripes; otherwise on a small
 /// `stripe_cache_size` (the plan's `stripe_cache`, else `environment.stripe_cache_size`,
-/// else md's default 256).
+/// else md's default 256) when it is one.
 fn stripe_cache(o: &Observation) -> Option<Anomaly> {
     let a = &o.case.array;
     let w = &o.case.workload;
@@ -231,7 +234,28 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
                 .and_then(Value::as_u64)
         })
         .unwrap_or(DEFAULT_STRIPE_CACHE);
-    if share >= STRIPE_SHORTFALL || size > SMALL_STRIPE_CACHE {
+    if share >= STRIPE_SHORTFALL {
+        return None;
+    }
+    // Less than a stripe in flight: no cache can make full stripes of it.
+    let in_flight = w.bs.0 * (w.iodepth * w.numjobs) as u64;
+    let stripe = a.chunk.map_or(0, |c| c.0) * a.data_disks() as u64;
+    if in_flight < stripe {
+        return flag(
+            Rule::PartialStripe,
+            format!(
+                "Sequential writes reached {:.0} % of the full-stripe expectation with only \
+                 {} KiB in flight (bs × iodepth × numjobs), less than one stripe of {} KiB: \
+                 with direct I/O md must read old data or parity for every write instead of \
+                 writing whole stripes. Raise iodepth, numjobs or bs to cover a stripe, or use a \
+                 smaller chunk.",
+                share * 100.0,
+                in_flight / 1024,
+                stripe / 1024
+            ),
+        );
+    }
+    if size > SMALL_STRIPE_CACHE {
         return None;
     }
     flag(
@@ -288,9 +312,9 @@ fn erratic(o: &Observation) -> Option<Anomaly> {
     flag(
         Rule::Erratic,
         format!(
-            "Erratic performance: {}. Something else may have used the disks (background \
-             jobs, a resync, SMR garbage collection, thermal throttling); repeat the case \
-             (repeat = 3) and compare.",
+            "Erratic performance: {}. On real disks look for other users of the disks \
+             (background jobs, a resync, SMR garbage collection, thermal throttling); repeat \
+             the case (repeat = 3) and compare.",
             why.join("; ")
         ),
     )
@@ -471,6 +495,16 @@ mod tests {
             [Rule::OffModel]
         );
         assert!(rules(&c, &figures(0.0, 200.0, mb), json!({}), &STEADY, Some(&e)).is_empty());
+        let mut qd1 = c.clone();
+        qd1.workload.bs = raidlab_core::Bytes::kib(64);
+        qd1.workload.iodepth = 1;
+        let slow64 = figures(0.0, 50.0 * 16.0, 65536.0);
+        let e64 = expectation(300.0 * 16.0, 65536.0, true);
+        assert_eq!(
+            rules(&qd1, &slow64, json!({}), &STEADY, Some(&e64)),
+            [Rule::PartialStripe],
+            "64 KiB in flight < 1 MiB stripe: not the cache's fault"
+        );
         let r10 = case(Level::Raid10, Some(Layout::Near(2)), 4, Rw::Write, 1 << 20);
         assert_eq!(
             rules(&r10, &slow, json!({}), &STEADY, Some(&e)),
