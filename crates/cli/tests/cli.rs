@@ -489,3 +489,35 @@ fn recorded_environment_flags_anomalies_in_the_report() {
     assert!(html.contains("mdadm --create"), "the case's commands");
     assert!(html.contains("\"disk_model\""), "the environment");
 }
+
+/// Issue 6: with `single` cases in the plan (the 2019 write-up), every array case is held
+/// against the measured per-disk baseline of its workload and the baselines against the
+/// disk model; sequential raid5 and raid10 f2 reads land where (N − 1) and N baseline disks
+/// put them.
+#[test]
+fn arrays_are_held_against_the_plans_single_disk_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2019.toml", &out, "1");
+    let rows = csv(&out);
+    let col = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    assert_eq!(rows.len(), 17);
+    for r in &rows[1..] {
+        let expected = if r[col("level")] == "single" {
+            "disk-model"
+        } else {
+            "baseline"
+        };
+        assert_eq!(r[col("model_basis")], expected, "{r:?}");
+    }
+    let dev = |level: &str, layout: &str, rw: &str| -> f64 {
+        let r = rows[1..]
+            .iter()
+            .find(|r| r[col("level")] == level && r[col("layout")] == layout && r[col("rw")] == rw)
+            .unwrap();
+        r[col("deviation")].parse().unwrap()
+    };
+    assert!(dev("raid5", "left-symmetric", "read").abs() < 0.05);
+    assert!(dev("raid10", "f2", "read").abs() < 0.05);
+    assert!(dev("raid10", "n2", "randwrite").abs() < 0.1);
+}
