@@ -33,6 +33,8 @@ pub enum Command {
     Sim(Box<SimArgs>),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
+    /// Compare two results directories case by case, with a significance test on the repetitions.
+    Compare(CompareArgs),
     /// List block devices and whether the host target may use each, and why not.
     Disks(DisksArgs),
     /// Undo what an interrupted host run left behind (mounts, arrays, signatures, caches).
@@ -180,6 +182,14 @@ pub struct ReportArgs {
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Add a chart with this plan dimension on the x axis: level, layout, chunk, bs,
+    /// iodepth, numjobs, disks, rw.
+    #[arg(long)]
+    pub x: Option<String>,
+    /// … and this metric on the y axis [default: iops]: iops, read_iops, write_iops, bw,
+    /// read_bw, write_bw, lat, read_lat, write_lat, p99, read_p99, write_p99.
+    #[arg(long)]
+    pub y: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -189,4 +199,12 @@ pub struct ImportArgs {
     /// The store to import into (created if missing) [default: results/import-<source name>].
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline results directory.
+    pub a: PathBuf,
+    /// The results directory compared with it.
+    pub b: PathBuf,
 }

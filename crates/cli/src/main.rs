@@ -2,6 +2,7 @@
 //! on them. Each subcommand lives in its own module; the crates below do the work.
 
 mod args;
+mod compare;
 mod host;
 mod import;
 mod progress;
@@ -37,6 +38,7 @@ fn run_cli() -> Result<()> {
         Command::Sim(a) => sim::sim(*a),
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
+        Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
         Command::Cleanup(a) => host::cleanup(a),
         Command::Completions { shell } => {
@@ -104,10 +106,42 @@ fn report(a: args::ReportArgs) -> Result<()> {
         .format
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--format {}: {e}", a.format))?;
+    let axes = match (&a.x, &a.y) {
+        (None, None) => None,
+        (Some(x), y) => {
+            let x: raidlab_report::Dim = x.parse().map_err(|e: String| anyhow::anyhow!("--x: {e}"))?;
+            let y: raidlab_report::Metric = y
+                .as_deref()
+                .unwrap_or("iops")
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--y: {e}"))?;
+            Some((x, y))
+        }
+        (None, Some(_)) => anyhow::bail!(
+            "--y needs --x: name the dimension to spread over the x axis (level, layout, chunk, bs, iodepth, numjobs, disks, rw)"
+        ),
+    };
+    if axes.is_some() && format != raidlab_report::Format::Html {
+        anyhow::bail!(
+            "--x/--y add a chart to the HTML report: drop --format {} or use --format html",
+            a.format
+        );
+    }
     let store = raidlab_store::Store::open(&a.dir)?;
     let title = store.meta()?.name;
-    let rows = rows::rows(&store)?;
-    let bytes = raidlab_report::export(&rows, format, &title);
+    let built = rows::build(&store)?;
+    let bytes = match format {
+        raidlab_report::Format::Html => {
+            raidlab_report::html::render_report(&raidlab_report::Report {
+                title: &title,
+                rows: &built.rows,
+                details: &built.details,
+                axes,
+            })
+            .into_bytes()
+        }
+        _ => raidlab_report::export(&built.rows, format, &title),
+    };
     let default = (format == raidlab_report::Format::Html).then(|| a.dir.join("report.html"));
     match a.output.or(default) {
         Some(p) if p.as_os_str() != "-" => {

@@ -1,33 +1,167 @@
-//! Turn a store's cases and results into export rows (one per case and target).
+//! Turn a store's cases and results into export rows (one per case and target), held
+//! against the model, with the per-case material the HTML report shows (environment,
+//! commands, member I/O, IOPS log, anomaly sentences).
 
-use anyhow::Result;
-use raidlab_core::Figures;
-use raidlab_report::Row;
-use raidlab_store::Store;
+use anyhow::{Context, Result};
+use raidlab_core::{stats, Case, DirectionFigures, DiskModel, Figures, Level};
+use raidlab_model::{anomalies, baseline_key, expectation, iops_per_second, Observation, Rule};
+use raidlab_report::{Detail, Row};
+use raidlab_store::{Store, StoredResult};
 use std::collections::BTreeMap;
 
-pub fn rows(store: &Store) -> Result<Vec<Row>> {
-    // case id → target → figures of each repetition.
-    let mut by_case: BTreeMap<String, BTreeMap<String, Vec<Figures>>> = BTreeMap::new();
+/// Rows and their details, aligned by index.
+pub struct Built {
+    pub rows: Vec<Row>,
+    pub details: Vec<Detail>,
+}
+
+/// Medians of IOPS and bandwidth per direction: what a baseline contributes.
+fn median_figures(figures: &[&Figures]) -> Figures {
+    let dir = |get: fn(&Figures) -> Option<&DirectionFigures>| {
+        let ds: Vec<&DirectionFigures> = figures.iter().filter_map(|f| get(f)).collect();
+        let iops: Vec<f64> = ds.iter().map(|d| d.iops).collect();
+        let bw: Vec<f64> = ds.iter().map(|d| d.bw_bytes_s).collect();
+        Some(DirectionFigures {
+            iops: stats::median(&iops)?,
+            bw_bytes_s: stats::median(&bw)?,
+            ..Default::default()
+        })
+    };
+    Figures {
+        read: dir(|f| f.read.as_ref()),
+        write: dir(|f| f.write.as_ref()),
+        ..Default::default()
+    }
+}
+
+/// The disk model a result ran on: the one its environment recorded, else the case's preset.
+fn disk_model(case: &Case, results: &[&StoredResult]) -> Option<DiskModel> {
+    results
+        .iter()
+        .find_map(|r| serde_json::from_value(r.environment.get("disk_model")?.clone()).ok())
+        .or_else(|| DiskModel::preset(case.disks.model.as_deref()?))
+}
+
+/// The result's per-second IOPS from its `iops.log`, beside the raw JSON.
+fn iops_log(store: &Store, r: &StoredResult) -> Result<Vec<f64>> {
+    let json = store.raw_path(r);
+    let log = json.with_file_name(format!("{}-iops.log", r.raw_file.trim_end_matches(".json")));
+    match std::fs::read_to_string(&log) {
+        Ok(text) => Ok(iops_per_second(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", log.display())),
+    }
+}
+
+pub fn build(store: &Store) -> Result<Built> {
+    // case id → target → results of each repetition.
+    let mut by_case: BTreeMap<String, BTreeMap<String, Vec<StoredResult>>> = BTreeMap::new();
     for r in store.results()? {
         by_case
-            .entry(r.case_id.0)
+            .entry(r.case_id.0.clone())
             .or_default()
-            .entry(r.target)
+            .entry(r.target.clone())
             .or_default()
-            .push(r.figures);
+            .push(r);
     }
-    let mut rows = Vec::new();
-    for c in store.all_case_rows()? {
-        for (target, figures) in by_case.get(&c.id.0).into_iter().flatten() {
-            rows.push(Row::new(
-                &c.id.0,
-                c.case.as_ref(),
-                &c.workload,
-                target,
-                figures,
-            ));
+    let cases = store.all_case_rows()?;
+    // (baseline key, target) → median figures of the `single` case.
+    let mut baselines: BTreeMap<(String, String), Figures> = BTreeMap::new();
+    for c in &cases {
+        let Some(case) = c.case.as_ref().filter(|c| c.array.level == Level::Single) else {
+            continue;
+        };
+        for (target, rs) in by_case.get(&c.id.0).into_iter().flatten() {
+            let figs: Vec<&Figures> = rs.iter().map(|r| &r.figures).collect();
+            baselines.insert((baseline_key(case), target.clone()), median_figures(&figs));
         }
     }
-    Ok(rows)
+    let mut built = Built {
+        rows: Vec::new(),
+        details: Vec::new(),
+    };
+    for c in &cases {
+        for (target, results) in by_case.get(&c.id.0).into_iter().flatten() {
+            let figures: Vec<Figures> = results.iter().map(|r| r.figures.clone()).collect();
+            let mut row = Row::new(&c.id.0, c.case.as_ref(), &c.workload, target, &figures);
+            let mut detail = Detail {
+                environment: results
+                    .first()
+                    .map(|r| serde_json::to_string_pretty(&r.environment))
+                    .transpose()?
+                    .unwrap_or_default(),
+                members: results
+                    .first()
+                    .map(|r| {
+                        r.figures
+                            .disk_util
+                            .iter()
+                            .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
+                            .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                ..Default::default()
+            };
+            let mut rules: Vec<Rule> = Vec::new();
+            if let Some(case) = &c.case {
+                let refs: Vec<&StoredResult> = results.iter().collect();
+                let model = disk_model(case, &refs);
+                let base = baselines.get(&(baseline_key(case), target.clone()));
+                let e = expectation(case, model.as_ref(), base);
+                detail.formula = e.as_ref().map(|e| e.formula.clone());
+                let members: Vec<String> = if case.disks.devices.is_empty() {
+                    (0..case.array.disks as usize)
+                        .map(|i| format!("\"${{DISK[{i}]}}\""))
+                        .collect()
+                } else {
+                    case.disks.devices.clone()
+                };
+                // What really ran (the host target records it), else what would run.
+                let ran: Vec<String> = results
+                    .first()
+                    .and_then(|r| r.environment["commands"].as_array())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|c| c["command"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                detail.commands = if ran.is_empty() {
+                    let paths = raidlab_target::script::Paths::script(&format!("{}.json", c.id));
+                    raidlab_target::script::case_steps(case, &members, &paths)
+                        .iter()
+                        .map(|s| s.shell())
+                        .collect()
+                } else {
+                    ran
+                };
+                for (i, r) in results.iter().enumerate() {
+                    let log = iops_log(store, r)?;
+                    if i == 0 {
+                        detail.iops_per_second = log.clone();
+                    }
+                    for a in anomalies(&Observation {
+                        case,
+                        figures: &r.figures,
+                        environment: &r.environment,
+                        iops_per_second: &log,
+                        expectation: e.as_ref(),
+                    }) {
+                        rules.push(a.rule);
+                        let msg = if results.len() > 1 {
+                            format!("Repetition {}: {}", r.repetition, a.message)
+                        } else {
+                            a.message
+                        };
+                        detail.anomalies.push(msg);
+                    }
+                }
+                row.set_model(e.as_ref(), &rules);
+            }
+            built.rows.push(row);
+            built.details.push(detail);
+        }
+    }
+    Ok(built)
 }

@@ -190,8 +190,14 @@ pub fn run(a: RunArgs) -> Result<()> {
     finished?;
     pb.finish_and_clear();
 
-    let rows = crate::rows::rows(&store)?;
-    let html = raidlab_report::export(&rows, raidlab_report::Format::Html, &plan.name);
+    let built = crate::rows::build(&store)?;
+    let rows = built.rows;
+    let html = raidlab_report::html::render_report(&raidlab_report::Report {
+        title: &plan.name,
+        rows: &rows,
+        details: &built.details,
+        axes: None,
+    });
     let report = out.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
     print!(

@@ -70,13 +70,25 @@ pub fn sim(a: SimArgs) -> Result<()> {
         "fio-json" => stdout.write_all(out.fio_json.as_bytes())?,
         "csv" | "json" => {
             let parsed = raidlab_fio::parse_output(&out.fio_json)?;
-            let row = raidlab_report::Row::new(
+            let mut row = raidlab_report::Row::new(
                 &case.id.0,
                 Some(case),
                 &case.workload,
                 "sim",
-                &[parsed.figures],
+                std::slice::from_ref(&parsed.figures),
             );
+            // Held against the model from the simulated disk (no baseline here).
+            let e = raidlab_model::expectation(case, Some(&out.model), None);
+            let log = raidlab_model::iops_per_second(&out.iops_log);
+            let found = raidlab_model::anomalies(&raidlab_model::Observation {
+                case,
+                figures: &parsed.figures,
+                environment: &serde_json::Value::Null,
+                iops_per_second: &log,
+                expectation: e.as_ref(),
+            });
+            let rules: Vec<_> = found.iter().map(|a| a.rule).collect();
+            row.set_model(e.as_ref(), &rules);
             let format = a.format.parse().map_err(|e: String| anyhow!(e))?;
             stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
         }

@@ -303,3 +303,223 @@ fn completions_and_man_page_come_from_the_clap_definition() {
         .success()
         .stdout(predicate::str::contains("Run every case of a plan"));
 }
+
+fn run_plan(plan: &str, out: &Path, seed: &str) {
+    raidlab()
+        .args(["run", plan, "--quiet", "--seed", seed, "--out"])
+        .arg(out)
+        .assert()
+        .success();
+}
+
+/// Issue 6: `report --x DIM --y METRIC` adds a chart with a point per x value; unknown
+/// names fail with the list of valid ones.
+#[test]
+fn report_x_y_chart_and_unknown_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2013.toml", &out, "1");
+    let html = dir.path().join("xy.html");
+    raidlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "level",
+            "--y",
+            "write_iops",
+            "-o",
+        ])
+        .arg(&html)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&html).unwrap();
+    let chart = text
+        .split("<svg class=\"chart custom\"")
+        .nth(1)
+        .expect("custom chart");
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    for level in ["raid0", "raid10", "raid5", "raid6"] {
+        assert_eq!(
+            chart.matches(&format!("data-x=\"{level}\"")).count(),
+            1,
+            "{level}: one series (layout follows level), one point"
+        );
+    }
+    raidlab()
+        .args(["report", out.to_str().unwrap(), "--x", "colour"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("unknown dimension `colour`").and(
+            predicate::str::contains("level, layout, chunk, bs, iodepth, numjobs, disks, rw"),
+        ));
+    raidlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "chunk",
+            "--y",
+            "speed",
+        ])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("unknown metric `speed`")
+                .and(predicate::str::contains("iops, read_iops, write_iops, bw")),
+        );
+}
+
+/// Issue 6: `compare` says a single run cannot be tested, and runs Mann–Whitney U on
+/// repetitions.
+#[test]
+fn compare_one_run_and_repetitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    run_plan("examples/seed-2013.toml", &a, "1");
+    run_plan("examples/seed-2013.toml", &b, "2");
+    let out = raidlab()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Mann–Whitney U"), "{text}");
+    assert!(text.contains("8 case(s) in both"), "{text}");
+    assert_eq!(
+        text.matches("not testable, 1 run").count(),
+        8 * 4,
+        "8 cases × (IOPS, MiB/s, mean, p99) of their one direction: {text}"
+    );
+
+    let plan = dir.path().join("rep.toml");
+    std::fs::write(
+        &plan,
+        "name = \"rep\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"raid5\"\n\
+         chunk = \"512k\"\nfilesystem = \"xfs\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"randwrite\"\n\
+         bs = \"4k\"\niodepth = 8\nsize = \"10g\"\nruntime = \"5s\"\n[run]\nrepeat = 4\n",
+    )
+    .unwrap();
+    let c = dir.path().join("c");
+    run_plan(plan.to_str().unwrap(), &c, "1");
+    let html = std::fs::read_to_string(c.join("report.html")).unwrap();
+    assert_eq!(
+        html.matches("<line class=\"spread\" data-label=\"raid5 512k\"")
+            .count(),
+        1,
+        "the write IOPS chart shows the 4 repetitions' range"
+    );
+    let out = raidlab()
+        .args(["compare", c.to_str().unwrap(), c.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.matches("not significant (p = 1.000) (A 4 run(s), B 4)")
+            .count(),
+        4,
+        "identical runs: {text}"
+    );
+    raidlab()
+        .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no case id is in both"));
+}
+
+/// Issue 6: the anomaly rules reach the exports and the report through the store: a
+/// repetition recorded with a resync and a write cache left on is flagged, with the
+/// sentences in the HTML; per case the report shows the environment and the commands.
+#[test]
+fn recorded_environment_flags_anomalies_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2013.toml", &out, "1");
+    let mut store = raidlab_store::Store::open(&out).unwrap();
+    let first = store
+        .results()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.figures.write.is_some())
+        .unwrap();
+    let raw = std::fs::read(store.raw_path(&first)).unwrap();
+    store
+        .commit_result(&raidlab_store::NewResult {
+            case_id: first.case_id.clone(),
+            repetition: 2,
+            target: first.target.clone(),
+            figures: first.figures.clone(),
+            raw_json: raw,
+            logs: vec![],
+            environment: serde_json::json!({
+                "resync_during_fio": true,
+                "write_cache_after": {"/dev/sda": false, "/dev/sdb": true},
+            }),
+            started_unix: 0,
+            wall_ns: 1,
+            source: None,
+        })
+        .unwrap();
+    drop(store);
+
+    let rows = csv(&out);
+    let col = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    let flagged: Vec<&Vec<String>> = rows[1..]
+        .iter()
+        .filter(|r| !r[col("anomalies")].is_empty())
+        .collect();
+    assert_eq!(flagged.len(), 1, "{rows:?}");
+    assert_eq!(flagged[0][col("case_id")], first.case_id.0);
+    assert_eq!(flagged[0][col("anomalies")], "resync write-cache");
+    assert_eq!(flagged[0][col("repetitions")], "2");
+
+    raidlab()
+        .args(["report", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Repetition 2: An md resync or recovery ran during the test"));
+    assert!(
+        html.contains("the cache was on for /dev/sdb:"),
+        "only the member with it on"
+    );
+    assert!(!html.contains("No anomaly rule fired"));
+    assert!(html.contains("mdadm --create"), "the case's commands");
+    assert!(html.contains("\"disk_model\""), "the environment");
+}
+
+/// Issue 6: with `single` cases in the plan (the 2019 write-up), every array case is held
+/// against the measured per-disk baseline of its workload and the baselines against the
+/// disk model; sequential raid5 and raid10 f2 reads land where (N − 1) and N baseline disks
+/// put them.
+#[test]
+fn arrays_are_held_against_the_plans_single_disk_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan("examples/seed-2019.toml", &out, "1");
+    let rows = csv(&out);
+    let col = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    assert_eq!(rows.len(), 17);
+    for r in &rows[1..] {
+        let expected = if r[col("level")] == "single" {
+            "disk-model"
+        } else {
+            "baseline"
+        };
+        assert_eq!(r[col("model_basis")], expected, "{r:?}");
+    }
+    let dev = |level: &str, layout: &str, rw: &str| -> f64 {
+        let r = rows[1..]
+            .iter()
+            .find(|r| r[col("level")] == level && r[col("layout")] == layout && r[col("rw")] == rw)
+            .unwrap();
+        r[col("deviation")].parse().unwrap()
+    };
+    assert!(dev("raid5", "left-symmetric", "read").abs() < 0.05);
+    assert!(dev("raid10", "f2", "read").abs() < 0.05);
+    assert!(dev("raid10", "n2", "randwrite").abs() < 0.1);
+}

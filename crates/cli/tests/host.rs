@@ -281,6 +281,16 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
         let rw = v["global options"]["rw"].as_str();
         assert!(matches!(rw, Some("randwrite" | "randread")), "{rw:?}");
     }
+    // The report shows each case's environment, with the keys the anomaly rules read.
+    let html = std::fs::read_to_string(lab.out().join("report.html")).unwrap();
+    for key in [
+        "write_cache_after",
+        "member_baseline_iops",
+        "resync_during_fio",
+        "mkfs.btrfs -f -d raid6",
+    ] {
+        assert!(html.contains(key), "report lacks {key}");
+    }
     // Nothing left behind: no mount, no signature, caches as they were, journal clean.
     assert!(lab.mounts_below().is_empty());
     for (i, was) in before.iter().enumerate() {

@@ -88,6 +88,67 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         }
     }
 
+    // Measured vs model: one bar and one model tick per level, per workload.
+    let model: Vec<&str> = dom.split("<svg class=\"chart vs-model\"").skip(1).collect();
+    assert_eq!(model.len(), 2, "randread and randwrite");
+    for chart in model {
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        for level in ["raid0 512k", "raid10 n2 512k", "raid5 512k", "raid6 512k"] {
+            let label = format!("data-label=\"{level}\"");
+            assert_eq!(
+                chart.matches(&label).count(),
+                2,
+                "{level}: bar + model tick"
+            );
+        }
+    }
+    // Member I/Os per fio I/O: a bar per level, and md's write costs visible in them.
+    let cost: Vec<&str> = dom
+        .split("<svg class=\"chart member-cost\"")
+        .skip(1)
+        .collect();
+    assert_eq!(cost.len(), 2, "randread and randwrite");
+    let write_cost = &cost[1][..cost[1].find("</svg>").unwrap()];
+    assert!(
+        write_cost.contains("randwrite"),
+        "groups are sorted: randwrite second"
+    );
+    for (level, expected) in [
+        ("raid0 512k", 1.0),
+        ("raid10 n2 512k", 2.0),
+        ("raid5 512k", 4.0),
+        ("raid6 512k", 6.0),
+    ] {
+        let at = write_cost
+            .find(&format!("data-label=\"{level}\" data-value=\""))
+            .unwrap_or_else(|| panic!("{level}"));
+        let rest = &write_cost[at..];
+        let v: f64 = rest
+            .split("data-value=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (v - expected).abs() < 0.05,
+            "{level}: {v} member I/Os per write"
+        );
+    }
+    // Per case: a member I/O share chart (six members) and an IOPS-over-time line.
+    let shares: Vec<&str> = dom.split("<svg class=\"chart share\"").skip(1).collect();
+    assert_eq!(shares.len(), 8, "one per case");
+    for chart in shares {
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        assert_eq!(chart.matches("class=\"member\"").count(), 6);
+    }
+    assert_eq!(dom.matches("<svg class=\"chart over-time\"").count(), 8);
+    for heading in ["Summary", "Anomalies", "Cases in detail", "All cases"] {
+        assert!(dom.contains(&format!("<h2>{heading}</h2>")), "{heading}");
+    }
+
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("report-seed-2013.png");

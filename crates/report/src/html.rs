@@ -1,8 +1,11 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, nothing from
-//! the network) that opens offline and prints well.
+//! the network) that opens offline and prints well. It answers the plan's question first
+//! (summary), then shows the evidence: charts per workload, measured against the model,
+//! sweeps, anomalies, and per case the environment and the exact commands.
 
+use crate::axis::{sweep, Dim, Metric};
 use crate::row::{Row, TABLE_HEADINGS};
-use crate::svg::bar_chart;
+use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -19,7 +22,9 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),
 .ct{font-size:14px;text-anchor:middle;font-weight:600}.tick{font-size:10px;text-anchor:end;fill:#666}\
 .unit{font-size:11px;text-anchor:middle;fill:#444}.val{font-size:10px;text-anchor:middle}.lbl{font-size:10px}\
 .grid{stroke:#eee}.c0{fill:#4e79a7}.c1{fill:#f28e2b}.c2{fill:#e15759}.c3{fill:#76b7b2}.c4{fill:#59a14f}\
-.c5{fill:#edc948}.c6{fill:#b07aa1}.c7{fill:#ff9da7}.note{color:#555}@media print{.chart{width:48%}h2{break-before:auto}}";
+.c5{fill:#edc948}.c6{fill:#b07aa1}.c7{fill:#ff9da7}.note{color:#555}.model{stroke:#000;stroke-width:3}\
+.share,.over-time{width:520px;max-width:100%}pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:12px}\
+.anom{color:#a33}details{margin:.4em 0}summary{cursor:pointer}@media print{.chart{width:48%}h2{break-before:auto}}";
 
 /// A chart: title, unit, and the figure it plots.
 type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
@@ -40,7 +45,65 @@ fn headline(r: &Row) -> (f64, &'static str) {
     }
 }
 
+/// What a case brings beyond its row's figures, read from the store: aligned with the
+/// rows by index (an empty list renders the report without per-case sections).
+#[derive(Debug, Clone, Default)]
+pub struct Detail {
+    /// The model's formula with its numbers.
+    pub formula: Option<String>,
+    /// Anomaly sentences (each repetition's, deduplicated).
+    pub anomalies: Vec<String>,
+    /// The first repetition's environment, pretty-printed JSON.
+    pub environment: String,
+    /// The exact commands the host target runs for the case.
+    pub commands: Vec<String>,
+    /// Each member's (name, read I/Os, write I/Os) from fio's disk_util.
+    pub members: Vec<(String, u64, u64)>,
+    /// IOPS per second from the first repetition's iops log.
+    pub iops_per_second: Vec<f64>,
+}
+
+/// Everything the HTML report shows.
+pub struct Report<'a> {
+    pub title: &'a str,
+    pub rows: &'a [Row],
+    pub details: &'a [Detail],
+    /// `--x DIM --y METRIC`: one more chart over every row.
+    pub axes: Option<(Dim, Metric)>,
+}
+
+/// The report of rows alone (no per-case details, no custom chart).
 pub fn render(rows: &[Row], title: &str) -> String {
+    render_report(&Report {
+        title,
+        rows,
+        details: &[],
+        axes: None,
+    })
+}
+
+/// The headline metric of a workload group (the figure its summary judges by).
+fn headline_metric(r: &Row) -> Metric {
+    if r.bs >= 128 * 1024 {
+        Metric::Bw
+    } else {
+        Metric::Iops
+    }
+}
+
+fn distinct<T: PartialEq>(v: impl Iterator<Item = T>) -> usize {
+    let mut seen: Vec<T> = Vec::new();
+    for x in v {
+        if !seen.contains(&x) {
+            seen.push(x);
+        }
+    }
+    seen.len()
+}
+
+pub fn render_report(rep: &Report) -> String {
+    let rows = rep.rows;
+    let title = rep.title;
     let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for r in rows {
         groups.entry(r.workload_label()).or_default().push(r);
@@ -61,33 +124,8 @@ pub fn render(rows: &[Row], title: &str) -> String {
         env!("CARGO_PKG_VERSION")
     );
 
-    s.push_str("<h2>Summary</h2><ul>");
-    for (key, rs) in &groups {
-        let best = rs
-            .iter()
-            .max_by(|a, b| headline(a).0.total_cmp(&headline(b).0));
-        if let Some(best) = best {
-            let (v, unit) = headline(best);
-            let cap = best
-                .usable_fraction
-                .map(|f| {
-                    format!(
-                        ", {:.0} % of raw capacity usable, survives {} failed disk(s)",
-                        f * 100.0,
-                        best.fault_tolerance.unwrap_or(0)
-                    )
-                })
-                .unwrap_or_default();
-            let _ = write!(
-                s,
-                "<li><b>{}</b>: best is <b>{}</b> with {:.1} {unit}{cap}.</li>",
-                esc(key),
-                esc(&best.array_label),
-                v
-            );
-        }
-    }
-    s.push_str("</ul>");
+    summary(&mut s, &groups);
+    anomalies(&mut s, rows, rep.details);
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
@@ -100,16 +138,73 @@ pub fn render(rows: &[Row], title: &str) -> String {
             ("write latency (mean)", "ms", |r| r.write_lat_mean_ms),
         ];
         for (name, unit, get) in series {
-            let bars: Vec<(String, f64)> = rs
+            // Whiskers: the repetitions' IOPS range, where it is this direction's alone.
+            let spread = |r: &Row| {
+                let one_direction = r.read_iops.is_none() || r.write_iops.is_none();
+                (unit == "IOPS" && r.repetitions > 1 && one_direction)
+                    .then_some(r.iops_min.zip(r.iops_max))
+                    .flatten()
+            };
+            let bars: Vec<Bar> = rs
                 .iter()
-                .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v)))
+                .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
                 .collect();
             if !bars.is_empty() {
-                s.push_str(&bar_chart(&format!("{key}: {name}"), unit, &bars));
+                s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
             }
+        }
+        let cost: Vec<Bar> = rs
+            .iter()
+            .filter_map(|r| {
+                r.member_ios_per_io
+                    .map(|v| (r.array_label.clone(), v, None))
+            })
+            .collect();
+        if !cost.is_empty() {
+            s.push_str(&bar_chart(
+                "chart member-cost",
+                &format!("{key}: member I/Os per fio I/O"),
+                "I/Os",
+                &cost,
+            ));
+        }
+        let (_, unit) = headline(rs[0]);
+        let items: Vec<(String, f64, Option<f64>)> = rs
+            .iter()
+            .map(|r| {
+                let expected = if unit == "IOPS" {
+                    r.expected_iops
+                } else {
+                    r.expected_bw_mib_s
+                };
+                (r.array_label.clone(), headline(r).0, expected)
+            })
+            .collect();
+        if items.iter().any(|i| i.2.is_some()) {
+            s.push_str(&model_chart(
+                &format!("{key}: measured vs model"),
+                unit,
+                &items,
+            ));
         }
         s.push_str("</div>");
     }
+
+    sweeps(&mut s, rows);
+    if let Some((x, y)) = rep.axes {
+        let all: Vec<&Row> = rows.iter().collect();
+        let sw = sweep(&all, x, y);
+        let _ = write!(s, "<h2>{y} by {x}</h2><div class=\"charts\">");
+        s.push_str(&line_chart(
+            "custom",
+            &format!("{y} by {x}"),
+            y.unit(),
+            &sw.xs,
+            &sw.series,
+        ));
+        s.push_str("</div>");
+    }
+    cases(&mut s, rows, rep.details);
 
     s.push_str("<h2>All cases</h2><table><tr>");
     for h in TABLE_HEADINGS {
@@ -129,4 +224,198 @@ pub fn render(rows: &[Row], title: &str) -> String {
     }
     s.push_str("</table></body></html>\n");
     s
+}
+
+/// Which layout wins each workload, what it costs in capacity, how it compares with the
+/// model, and the cheapest layout within 10 % of the winner.
+fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
+    s.push_str("<h2>Summary</h2><ul>");
+    for (key, rs) in groups {
+        let Some(best) = rs
+            .iter()
+            .max_by(|a, b| headline(a).0.total_cmp(&headline(b).0))
+        else {
+            continue;
+        };
+        let (v, unit) = headline(best);
+        let cap = |r: &Row| {
+            r.usable_fraction
+                .map(|f| {
+                    format!(
+                        ", {:.0} % of raw capacity usable, survives {} failed disk(s)",
+                        f * 100.0,
+                        r.fault_tolerance.unwrap_or(0)
+                    )
+                })
+                .unwrap_or_default()
+        };
+        let model = best
+            .deviation
+            .map(|d| format!(" ({} against the model)", crate::row::signed_pct(d)))
+            .unwrap_or_default();
+        let _ = write!(
+            s,
+            "<li><b>{}</b>: best is <b>{}</b> with {:.1} {unit}{}{model}.",
+            esc(key),
+            esc(&best.array_label),
+            v,
+            cap(best)
+        );
+        let thrifty = rs
+            .iter()
+            .filter(|r| headline(r).0 >= 0.9 * v && r.usable_fraction.is_some())
+            .max_by(|a, b| {
+                a.usable_fraction
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.usable_fraction.unwrap_or(0.0))
+            });
+        if let Some(t) = thrifty.filter(|t| t.usable_fraction > best.usable_fraction) {
+            let _ = write!(
+                s,
+                " Within 10 %: <b>{}</b> ({:.1} {unit}{}).",
+                esc(&t.array_label),
+                headline(t).0,
+                cap(t)
+            );
+        }
+        s.push_str("</li>");
+    }
+    s.push_str("</ul>");
+}
+
+fn anomalies(s: &mut String, rows: &[Row], details: &[Detail]) {
+    s.push_str("<h2>Anomalies</h2>");
+    let flagged: Vec<usize> = (0..rows.len())
+        .filter(|i| !rows[*i].anomalies.is_empty())
+        .collect();
+    if flagged.is_empty() {
+        s.push_str("<p class=\"note\">No anomaly rule fired: no resync, bitmap, write cache, member, stripe-cache or stability problem was recorded, and every result is within 50 % of the model (or has no model).</p>");
+        return;
+    }
+    s.push_str("<ul>");
+    for i in flagged {
+        let r = &rows[i];
+        let _ = write!(
+            s,
+            "<li><b>{} · {}</b> (<code>{}</code>, {}):<ul>",
+            esc(&r.array_label),
+            esc(&r.workload_label()),
+            esc(&r.case_id),
+            esc(&r.target)
+        );
+        match details.get(i).filter(|d| !d.anomalies.is_empty()) {
+            Some(d) => {
+                for a in &d.anomalies {
+                    let _ = write!(s, "<li class=\"anom\">{}</li>", esc(a));
+                }
+            }
+            None => {
+                let _ = write!(s, "<li class=\"anom\">{}</li>", esc(&r.anomalies));
+            }
+        }
+        s.push_str("</ul></li>");
+    }
+    s.push_str("</ul>");
+}
+
+/// Chunk-size sweep and queue-depth curves, when the plan varies them (rows without a
+/// value on the dimension, such as `single` for chunk, stay out).
+fn sweeps(s: &mut String, rows: &[Row]) {
+    for (dim, heading, fixed) in [
+        (
+            Dim::Chunk,
+            "Chunk-size sweep",
+            [Dim::Rw, Dim::Bs, Dim::Iodepth],
+        ),
+        (
+            Dim::Iodepth,
+            "Queue-depth curves",
+            [Dim::Rw, Dim::Bs, Dim::Numjobs],
+        ),
+    ] {
+        let mut groups: BTreeMap<Vec<String>, Vec<&Row>> = BTreeMap::new();
+        for r in rows.iter().filter(|r| dim.value(r).0 != "–") {
+            let part = |d: &Dim| match d {
+                Dim::Rw | Dim::Bs => d.value(r).0,
+                _ => format!("{}={}", d.name(), d.value(r).0),
+            };
+            groups
+                .entry(fixed.iter().map(part).collect())
+                .or_default()
+                .push(r);
+        }
+        let mut charts = String::new();
+        for (key, rs) in groups {
+            if distinct(rs.iter().map(|r| dim.value(r).0)) < 2 {
+                continue;
+            }
+            let metric = headline_metric(rs[0]);
+            let sw = sweep(&rs, dim, metric);
+            let title = format!("{}: {} by {}", key.join(" "), metric, dim);
+            charts.push_str(&line_chart(
+                "sweep",
+                &title,
+                metric.unit(),
+                &sw.xs,
+                &sw.series,
+            ));
+        }
+        if !charts.is_empty() {
+            let _ = write!(s, "<h2>{heading}</h2><div class=\"charts\">{charts}</div>");
+        }
+    }
+}
+
+/// Per case: model formula, anomalies, member I/O share, IOPS over time, environment and
+/// the host target's commands.
+fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
+    if details.is_empty() {
+        return;
+    }
+    s.push_str("<h2>Cases in detail</h2>");
+    for (r, d) in rows.iter().zip(details) {
+        let _ = write!(
+            s,
+            "<details><summary><b>{} · {}</b> <code>{}</code> {}</summary>",
+            esc(&r.array_label),
+            esc(&r.workload_label()),
+            esc(&r.case_id),
+            esc(&r.target)
+        );
+        if let Some(f) = &d.formula {
+            let _ = write!(
+                s,
+                "<p>Model ({}): {}</p>",
+                esc(r.model_basis.as_deref().unwrap_or("")),
+                esc(f)
+            );
+        }
+        for a in &d.anomalies {
+            let _ = write!(s, "<p class=\"anom\">{}</p>", esc(a));
+        }
+        let label = format!("{} · {}", r.array_label, r.workload_label());
+        if !d.members.is_empty() {
+            s.push_str(&share_chart(
+                &format!("{label}: I/O per member"),
+                &d.members,
+            ));
+        }
+        if !d.iops_per_second.is_empty() {
+            s.push_str(&time_chart(
+                &format!("{label}: IOPS over time"),
+                &d.iops_per_second,
+            ));
+        }
+        if !d.environment.is_empty() {
+            let _ = write!(s, "<p>Environment</p><pre>{}</pre>", esc(&d.environment));
+        }
+        if !d.commands.is_empty() {
+            let _ = write!(
+                s,
+                "<p>Commands (host target)</p><pre>{}</pre>",
+                esc(&d.commands.join("\n"))
+            );
+        }
+        s.push_str("</details>");
+    }
 }

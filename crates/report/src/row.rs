@@ -1,11 +1,12 @@
-//! The row: one case with its figures (the median over repetitions), as exported.
+//! The row: one case with its figures (the median over repetitions), its spread, and
+//! the model's expectation, as exported.
 
 use raidlab_core::{stats, Case, Figures, Workload};
 use serde::Serialize;
 use std::fmt::Write;
 
 /// The CSV contract's columns, in order.
-pub const CSV_COLUMNS: [&str; 24] = [
+pub const CSV_COLUMNS: [&str; 32] = [
     "case_id",
     "target",
     "engine",
@@ -30,6 +31,14 @@ pub const CSV_COLUMNS: [&str; 24] = [
     "disk_model",
     "usable_fraction",
     "fault_tolerance",
+    "iops_min",
+    "iops_max",
+    "expected_iops",
+    "expected_bw_mib_s",
+    "deviation",
+    "model_basis",
+    "anomalies",
+    "member_ios_per_io",
 ];
 
 /// One case's exported figures. Array fields are `None` for imported results.
@@ -60,6 +69,20 @@ pub struct Row {
     pub disk_model: Option<String>,
     pub usable_fraction: Option<f64>,
     pub fault_tolerance: Option<u32>,
+    /// Lowest and highest total (read + write) IOPS over the repetitions.
+    pub iops_min: Option<f64>,
+    pub iops_max: Option<f64>,
+    /// The model's expectation (reads and writes together) and measured / expected − 1.
+    pub expected_iops: Option<f64>,
+    pub expected_bw_mib_s: Option<f64>,
+    pub deviation: Option<f64>,
+    /// `baseline` or `disk-model`.
+    pub model_basis: Option<String>,
+    /// Codes of the anomaly rules that fired on any repetition, space-separated.
+    pub anomalies: String,
+    /// I/Os the members served (fio's `disk_util` of each member) per I/O fio completed:
+    /// md's cost made visible (raid10 writes ≈ 2, raid5 small writes ≈ 4).
+    pub member_ios_per_io: Option<f64>,
     /// Short label for charts (`raid10 f2 512k`).
     pub array_label: String,
 }
@@ -108,10 +131,44 @@ impl Row {
             disk_model: case.and_then(|c| c.disks.model.clone()),
             usable_fraction: a.map(|a| a.capacity_fraction()),
             fault_tolerance: a.map(|a| a.fault_tolerance()),
+            iops_min: figures.iter().map(Figures::total_iops).reduce(f64::min),
+            iops_max: figures.iter().map(Figures::total_iops).reduce(f64::max),
+            expected_iops: None,
+            expected_bw_mib_s: None,
+            deviation: None,
+            model_basis: None,
+            anomalies: String::new(),
+            member_ios_per_io: med(&member_ios_per_io),
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),
         }
+    }
+
+    /// Attach the model's expectation and the anomaly codes of this row's results.
+    pub fn set_model(
+        &mut self,
+        e: Option<&raidlab_model::Expectation>,
+        anomalies: &[raidlab_model::Rule],
+    ) {
+        if let Some(e) = e {
+            self.expected_iops = Some(e.iops);
+            self.expected_bw_mib_s = Some(e.bw_bytes_s / 1048576.0);
+            let measured_bw = (self.read_bw_mib_s.unwrap_or(0.0)
+                + self.write_bw_mib_s.unwrap_or(0.0))
+                * 1048576.0;
+            self.deviation = e.deviation(self.total_iops(), measured_bw);
+            self.model_basis = Some(e.basis.name().to_string());
+        }
+        let mut codes: Vec<&str> = anomalies.iter().map(|r| r.code()).collect();
+        codes.sort();
+        codes.dedup();
+        self.anomalies = codes.join(" ");
+    }
+
+    /// Median read + write IOPS.
+    pub fn total_iops(&self) -> f64 {
+        self.read_iops.unwrap_or(0.0) + self.write_iops.unwrap_or(0.0)
     }
 
     fn cells(&self) -> Vec<String> {
@@ -144,8 +201,29 @@ impl Row {
             s(&self.disk_model),
             f(self.usable_fraction),
             n(self.fault_tolerance.map(u64::from)),
+            f(self.iops_min),
+            f(self.iops_max),
+            f(self.expected_iops),
+            f(self.expected_bw_mib_s),
+            f(self.deviation),
+            s(&self.model_basis),
+            self.anomalies.clone(),
+            f(self.member_ios_per_io),
         ]
     }
+}
+
+/// Member I/Os per fio I/O in one run; `None` without per-member `disk_util` (md
+/// devices, whose `aggr_*` fields are set, are not members).
+fn member_ios_per_io(f: &Figures) -> Option<f64> {
+    let members: u64 = f
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
+        .map(|d| d.read_ios + d.write_ios)
+        .sum();
+    let fio = f.read.as_ref().map_or(0, |d| d.ios) + f.write.as_ref().map_or(0, |d| d.ios);
+    (members > 0 && fio > 0).then(|| members as f64 / fio as f64)
 }
 
 fn csv_field(s: &str) -> String {
@@ -168,7 +246,7 @@ pub(crate) fn csv(rows: &[Row]) -> String {
 }
 
 /// Headings of the human-readable table (Markdown and HTML).
-pub(crate) const TABLE_HEADINGS: [&str; 12] = [
+pub(crate) const TABLE_HEADINGS: [&str; 15] = [
     "case",
     "array",
     "workload",
@@ -181,7 +259,18 @@ pub(crate) const TABLE_HEADINGS: [&str; 12] = [
     "write lat ms",
     "write p99 ms",
     "usable",
+    "IOPS range",
+    "vs model",
+    "anomalies",
 ];
+
+/// A deviation as `+16 %`, `-42 %`, or `±0 %` (never `-0 %`).
+pub(crate) fn signed_pct(d: f64) -> String {
+    match (d * 100.0).round() {
+        0.0 => "±0 %".to_string(),
+        p => format!("{p:+.0} %"),
+    }
+}
 
 fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}"))
@@ -217,13 +306,23 @@ impl Row {
             self.usable_fraction
                 .map(|u| format!("{:.0} %", u * 100.0))
                 .unwrap_or_else(|| "–".into()),
+            match (self.iops_min, self.iops_max) {
+                (Some(lo), Some(hi)) if self.repetitions > 1 => format!("{lo:.1}–{hi:.1}"),
+                _ => "–".into(),
+            },
+            self.deviation.map(signed_pct).unwrap_or_else(|| "–".into()),
+            if self.anomalies.is_empty() {
+                "–".into()
+            } else {
+                self.anomalies.clone()
+            },
         ]
     }
 }
 
 pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
     let mut s = format!("# {title}\n\n| {} |\n", TABLE_HEADINGS.join(" | "));
-    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for r in rows {
         let mut cells = r.table_cells();
         cells[0] = format!("`{}`", cells[0]);

@@ -481,6 +481,7 @@ impl Target for HostTarget {
                     "md_detail": if case.array.engine == Engine::Md && case.array.level != Level::Single {
                         version_full(&["mdadm", "--detail", script::MD])
                     } else { serde_json::Value::Null },
+                    "md_bitmap": md_sysfs("bitmap/location").map(|l| if l == "none" { l } else { format!("internal ({l})") }),
                     "stripe_cache_size": std::fs::canonicalize(script::MD).ok()
                         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                         .and_then(|n| std::fs::read_to_string(format!("/sys/block/{n}/md/stripe_cache_size")).ok())
@@ -525,7 +526,28 @@ impl Target for HostTarget {
         if let Ok(l) = std::fs::read(work.join("raidlab_iops.log")) {
             logs.push(("iops.log".to_string(), l));
         }
+        // The keys the anomaly rules read (docs/exports.md), from what was recorded.
+        let write_cache_after: serde_json::Map<String, serde_json::Value> = members
+            .iter()
+            .zip(during["members"].as_array().into_iter().flatten())
+            .filter_map(|(m, st)| Some((m.clone(), st["write_cache"]["on"].as_bool()?.into())))
+            .collect();
+        let member_baseline_iops: Option<serde_json::Map<String, serde_json::Value>> =
+            std::fs::read(self.cfg.out.join(baseline::FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<baseline::Baseline>(&b).ok())
+                .map(|b| {
+                    b.members
+                        .into_iter()
+                        .filter(|m| members.contains(&m.device))
+                        .map(|m| (m.device, m.randread_iops.into()))
+                        .collect()
+                });
         let environment = serde_json::json!({
+            "write_cache_after": write_cache_after,
+            "member_baseline_iops": member_baseline_iops,
+            "md_bitmap": during["md_bitmap"],
+            "stripe_cache_size": during["stripe_cache_size"].as_str().and_then(|s| s.parse::<u64>().ok()),
             "target": "host",
             "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok(),
             "tools": self.tools,
@@ -609,4 +631,13 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
         }
     }
     steps
+}
+
+/// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
+fn md_sysfs(attr: &str) -> Option<String> {
+    let md = std::fs::canonicalize(script::MD).ok()?;
+    let name = md.file_name()?.to_string_lossy().into_owned();
+    std::fs::read_to_string(format!("/sys/block/{name}/md/{attr}"))
+        .ok()
+        .map(|s| s.trim().to_string())
 }

@@ -1,0 +1,563 @@
+//! Anomaly rules: recorded system state and the result's own shape turned into sentences
+//! a user understands ("a resync ran during the test"), flagged per result.
+//!
+//! A benchmark number is only useful with its caveats. Each rule reads either the case's
+//! array spec, the environment a target recorded (keys listed in `docs/exports.md`), the
+//! per-second IOPS log, or the model's expectation. Thresholds are constants here and in
+//! `docs/design.md`.
+
+use crate::expect::{Basis, Expectation};
+use raidlab_core::{stats, Bitmap, Case, Figures, Level, WriteCache};
+use serde::Serialize;
+use serde_json::Value;
+
+/// Members whose baseline differs from the members' median by more than this share are
+/// "not uniform".
+pub const NON_UNIFORM: f64 = 0.15;
+/// Coefficient of variation of the per-second IOPS log above which a run is erratic.
+pub const ERRATIC_CV: f64 = 0.25;
+/// p99 / median completion latency above which a run is erratic.
+pub const ERRATIC_TAIL: f64 = 10.0;
+/// The tail rule only judges runs with at most this many outstanding I/Os per member:
+/// deeper queues stretch the tail by design (a drive sorting its queue serves some
+/// requests late), so a long tail there is expected, not erratic.
+pub const ERRATIC_TAIL_MAX_QD: f64 = 8.0;
+/// Per-second samples needed before the CV rule judges a log.
+pub const ERRATIC_MIN_SAMPLES: usize = 5;
+/// |measured / expected − 1| above which a result is "far off the model".
+pub const OFF_MODEL: f64 = 0.5;
+/// Sequential writes below this share of the full-stripe expectation, with a small
+/// stripe cache, are blamed on the cache.
+pub const STRIPE_SHORTFALL: f64 = 0.5;
+/// `stripe_cache_size` (4 KiB pages per member) at or below which the cache counts as
+/// small (published: 256 → 50 MB/s, 4096 → 123 MB/s on one 3-disk raid5).
+pub const SMALL_STRIPE_CACHE: u64 = 1024;
+/// md's default `stripe_cache_size`.
+pub const DEFAULT_STRIPE_CACHE: u64 = 256;
+
+/// Which rule fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    Resync,
+    Bitmap,
+    WriteCache,
+    NonUniform,
+    StripeCache,
+    PartialStripe,
+    Erratic,
+    OffModel,
+}
+
+impl Rule {
+    /// Short code used in exports (`anomalies` column).
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::Resync => "resync",
+            Rule::Bitmap => "bitmap",
+            Rule::WriteCache => "write-cache",
+            Rule::NonUniform => "non-uniform",
+            Rule::StripeCache => "stripe-cache",
+            Rule::PartialStripe => "partial-stripe",
+            Rule::Erratic => "erratic",
+            Rule::OffModel => "off-model",
+        }
+    }
+}
+
+/// One flagged anomaly: the rule and a sentence with this result's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Anomaly {
+    pub rule: Rule,
+    pub message: String,
+}
+
+/// Everything the rules look at for one result.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    pub case: &'a Case,
+    pub figures: &'a Figures,
+    pub environment: &'a Value,
+    /// Per-second IOPS (reads and writes summed), from the result's `iops.log`.
+    pub iops_per_second: &'a [f64],
+    pub expectation: Option<&'a Expectation>,
+}
+
+/// Every rule, in a fixed order; "off the model" only when no other rule explains it.
+pub fn anomalies(o: &Observation) -> Vec<Anomaly> {
+    let mut out: Vec<Anomaly> = [
+        resync,
+        bitmap,
+        write_cache,
+        non_uniform,
+        stripe_cache,
+        erratic,
+    ]
+    .iter()
+    .filter_map(|rule| rule(o))
+    .collect();
+    if out.iter().all(|a| a.rule == Rule::Erratic) {
+        out.extend(off_model(o));
+    }
+    out
+}
+
+fn flag(rule: Rule, message: String) -> Option<Anomaly> {
+    Some(Anomaly { rule, message })
+}
+
+fn writes(o: &Observation) -> bool {
+    o.case.workload.rw.writes()
+}
+
+/// `environment.resync_during_fio == true`.
+fn resync(o: &Observation) -> Option<Anomaly> {
+    if o.environment
+        .get("resync_during_fio")
+        .and_then(Value::as_bool)
+        != Some(true)
+    {
+        return None;
+    }
+    flag(
+        Rule::Resync,
+        "An md resync or recovery ran during the test: md throttles it while other I/O runs, \
+         but the result measures both. Wait for the resync (resync = \"wait\") or create the \
+         array with --assume-clean (resync = \"assume-clean\") and run again."
+            .into(),
+    )
+}
+
+/// Plan's `bitmap = "internal"`, or `environment.md_bitmap` naming one, on a write test.
+fn bitmap(o: &Observation) -> Option<Anomaly> {
+    let env = o
+        .environment
+        .get("md_bitmap")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty() && *b != "none");
+    let spec = o.case.array.bitmap == Bitmap::Internal;
+    if !writes(o) || !(spec || env.is_some()) {
+        return None;
+    }
+    flag(
+        Rule::Bitmap,
+        format!(
+            "A write-intent bitmap ({}) was active during a write test: md writes bitmap \
+             metadata synchronously before data (published: a 4-disk raid5 fell from 115 to \
+             22 MiB/s). Use bitmap = \"none\" to measure the array alone.",
+            env.unwrap_or("internal")
+        ),
+    )
+}
+
+/// `environment.write_cache_after` (member → cache enabled) shows a cache on where the
+/// plan said `write_cache = "off"`.
+fn write_cache(o: &Observation) -> Option<Anomaly> {
+    if o.case.array.write_cache != WriteCache::Off {
+        return None;
+    }
+    let on: Vec<&str> = o
+        .environment
+        .get("write_cache_after")
+        .and_then(Value::as_object)?
+        .iter()
+        .filter(|(_, v)| v.as_bool() == Some(true))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if on.is_empty() {
+        return None;
+    }
+    flag(
+        Rule::WriteCache,
+        format!(
+            "The plan asked for write caches off, but after the test the cache was on for {}: \
+             writes completed in the drive's RAM. Check that the drive accepts `hdparm -W 0` \
+             (some USB bridges and RAID controllers ignore it).",
+            on.join(", ")
+        ),
+    )
+}
+
+/// `environment.member_baseline_iops` (member → a quick per-member figure): a member
+/// more than 15 % from the members' median.
+fn non_uniform(o: &Observation) -> Option<Anomaly> {
+    let members: Vec<(&str, f64)> = o
+        .environment
+        .get("member_baseline_iops")
+        .and_then(Value::as_object)?
+        .iter()
+        .filter_map(|(k, v)| v.as_f64().map(|x| (k.as_str(), x)))
+        .collect();
+    let values: Vec<f64> = members.iter().map(|m| m.1).collect();
+    let med = stats::median(&values)?;
+    if med <= 0.0 {
+        return None;
+    }
+    let odd: Vec<String> = members
+        .iter()
+        .filter(|(_, v)| (v / med - 1.0).abs() > NON_UNIFORM)
+        .map(|(k, v)| format!("{k} {v:.0} ({:+.0} %)", (v / med - 1.0) * 100.0))
+        .collect();
+    if odd.is_empty() {
+        return None;
+    }
+    flag(
+        Rule::NonUniform,
+        format!(
+            "Members are not uniform: against the median of {med:.0} IOPS, {}. An array runs \
+             at the pace of its slowest member; replace or test that disk.",
+            odd.join(", ")
+        ),
+    )
+}
+
+/// Sequential writes on raid5/6 far below the full-stripe expectation: with less than a
+/// stripe in flight, blamed on the partial stripes; otherwise on a small
+/// `stripe_cache_size` (the plan's `stripe_cache`, else `environment.stripe_cache_size`,
+/// else md's default 256) when it is one.
+fn stripe_cache(o: &Observation) -> Option<Anomaly> {
+    let a = &o.case.array;
+    let w = &o.case.workload;
+    if !matches!(a.level, Level::Raid5 | Level::Raid6) || w.rw.is_random() || !w.rw.writes() {
+        return None;
+    }
+    let e = o.expectation?;
+    let measured = o.figures.write.as_ref()?.bw_bytes_s
+        + o.figures.read.as_ref().map_or(0.0, |d| d.bw_bytes_s);
+    let share = measured / e.bw_bytes_s;
+    let size = a
+        .stripe_cache
+        .map(u64::from)
+        .or_else(|| {
+            o.environment
+                .get("stripe_cache_size")
+                .and_then(Value::as_u64)
+        })
+        .unwrap_or(DEFAULT_STRIPE_CACHE);
+    if share >= STRIPE_SHORTFALL {
+        return None;
+    }
+    // Less than a stripe in flight: no cache can make full stripes of it.
+    let in_flight = w.bs.0 * (w.iodepth * w.numjobs) as u64;
+    let stripe = a.chunk.map_or(0, |c| c.0) * a.data_disks() as u64;
+    if in_flight < stripe {
+        return flag(
+            Rule::PartialStripe,
+            format!(
+                "Sequential writes reached {:.0} % of the full-stripe expectation with only \
+                 {} KiB in flight (bs × iodepth × numjobs), less than one stripe of {} KiB: \
+                 with direct I/O md must read old data or parity for every write instead of \
+                 writing whole stripes. Raise iodepth, numjobs or bs to cover a stripe, or use a \
+                 smaller chunk.",
+                share * 100.0,
+                in_flight / 1024,
+                stripe / 1024
+            ),
+        );
+    }
+    if size > SMALL_STRIPE_CACHE {
+        return None;
+    }
+    flag(
+        Rule::StripeCache,
+        format!(
+            "Sequential writes reached {:.0} % of the full-stripe expectation with \
+             stripe_cache_size = {size} pages: md cannot gather whole stripes and reads old data \
+             for parity. Try stripe_cache = 4096 (echo 4096 > /sys/block/mdX/md/stripe_cache_size).",
+            share * 100.0
+        ),
+    )
+}
+
+/// CV of the per-second IOPS above 0.25, or p99 / median completion latency above 10
+/// (at most 8 outstanding I/Os per member).
+fn erratic(o: &Observation) -> Option<Anomaly> {
+    let mut why = Vec::new();
+    if o.iops_per_second.len() >= ERRATIC_MIN_SAMPLES {
+        if let Some(cv) = stats::cv(o.iops_per_second) {
+            if cv > ERRATIC_CV {
+                why.push(format!(
+                    "IOPS varied from second to second with a coefficient of variation of {cv:.2} (threshold {ERRATIC_CV})"
+                ));
+            }
+        }
+    }
+    let c = o.case;
+    let members = if c.array.level == Level::Single {
+        1
+    } else {
+        c.array.disks.max(1)
+    };
+    let per_member = (c.workload.iodepth * c.workload.numjobs) as f64 / members as f64;
+    let tail_judged = per_member <= ERRATIC_TAIL_MAX_QD;
+    for (name, d) in [("read", &o.figures.read), ("write", &o.figures.write)] {
+        if !tail_judged {
+            break;
+        }
+        let Some(d) = d else { continue };
+        if let (Some(p50), Some(p99)) = (d.clat_p50_ns, d.clat_p99_ns) {
+            if p50 > 0.0 && p99 / p50 > ERRATIC_TAIL {
+                why.push(format!(
+                    "{name} p99 latency was {:.0}× the median ({:.2} ms vs {:.2} ms, threshold {ERRATIC_TAIL}×)",
+                    p99 / p50,
+                    p99 / 1e6,
+                    p50 / 1e6
+                ));
+            }
+        }
+    }
+    if why.is_empty() {
+        return None;
+    }
+    flag(
+        Rule::Erratic,
+        format!(
+            "Erratic performance: {}. On real disks look for other users of the disks \
+             (background jobs, a resync, SMR garbage collection, thermal throttling); repeat \
+             the case (repeat = 3) and compare.",
+            why.join("; ")
+        ),
+    )
+}
+
+/// |deviation| above 50 % with no other explanation.
+fn off_model(o: &Observation) -> Option<Anomaly> {
+    let e = o.expectation?;
+    let iops = o.figures.total_iops();
+    let bw = o.figures.read.as_ref().map_or(0.0, |d| d.bw_bytes_s)
+        + o.figures.write.as_ref().map_or(0.0, |d| d.bw_bytes_s);
+    let dev = e.deviation(iops, bw)?;
+    if dev.abs() <= OFF_MODEL {
+        return None;
+    }
+    let (m, x, unit) = if e.sequential {
+        (bw / 1e6, e.bw_bytes_s / 1e6, "MB/s")
+    } else {
+        (iops, e.iops, "IOPS")
+    };
+    flag(
+        Rule::OffModel,
+        format!(
+            "Measured {m:.1} {unit} is {:.0} % {} the model's {x:.1} {unit} ({} basis) with no \
+             recorded cause. {}",
+            dev.abs() * 100.0,
+            if dev > 0.0 { "above" } else { "below" },
+            e.basis.name(),
+            match e.basis {
+                Basis::DiskModel =>
+                    "Add a level = \"single\" case with this workload: a measured \
+                                     per-disk baseline replaces the datasheet figures.",
+                Basis::Baseline =>
+                    "The array's layout or md's request path behaves otherwise \
+                                    than the model's rule for this level (docs/design.md); \
+                                    check the member I/O share and the environment.",
+            }
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expect::{Basis, Expectation};
+    use crate::tests::case;
+    use raidlab_core::{DirectionFigures, Layout, Rw};
+    use serde_json::json;
+
+    fn figures(read_iops: f64, write_iops: f64, bs: f64) -> Figures {
+        let d = |iops: f64| {
+            (iops > 0.0).then(|| DirectionFigures {
+                iops,
+                bw_bytes_s: iops * bs,
+                clat_p50_ns: Some(10e6),
+                clat_p99_ns: Some(30e6),
+                ..Default::default()
+            })
+        };
+        Figures {
+            read: d(read_iops),
+            write: d(write_iops),
+            ..Default::default()
+        }
+    }
+
+    fn expectation(iops: f64, bs: f64, sequential: bool) -> Expectation {
+        Expectation {
+            iops,
+            bw_bytes_s: iops * bs,
+            basis: Basis::Baseline,
+            sequential,
+            formula: String::new(),
+            saturated_iops: iops,
+            utilisation: 1.0,
+        }
+    }
+
+    fn rules(c: &Case, f: &Figures, env: Value, log: &[f64], e: Option<&Expectation>) -> Vec<Rule> {
+        anomalies(&Observation {
+            case: c,
+            figures: f,
+            environment: &env,
+            iops_per_second: log,
+            expectation: e,
+        })
+        .into_iter()
+        .map(|a| a.rule)
+        .collect()
+    }
+
+    const STEADY: [f64; 6] = [100.0, 102.0, 98.0, 101.0, 99.0, 100.0];
+
+    #[test]
+    fn a_clean_result_near_the_model_has_no_anomaly() {
+        let c = case(Level::Raid5, None, 6, Rw::RandWrite, 4096);
+        let e = expectation(112.5, 4096.0, false);
+        let env = json!({"resync_during_fio": false, "write_cache_after": {"sda": false},
+                         "member_baseline_iops": {"sda": 75, "sdb": 80, "sdc": 70}});
+        assert!(rules(&c, &figures(0.0, 105.0, 4096.0), env, &STEADY, Some(&e)).is_empty());
+    }
+
+    #[test]
+    fn resync_during_fio() {
+        let c = case(Level::Raid5, None, 6, Rw::RandRead, 4096);
+        let f = figures(450.0, 0.0, 4096.0);
+        assert_eq!(
+            rules(&c, &f, json!({"resync_during_fio": true}), &[], None),
+            [Rule::Resync]
+        );
+        assert!(rules(&c, &f, json!({"resync_during_fio": false}), &[], None).is_empty());
+    }
+
+    #[test]
+    fn bitmap_on_writes_only() {
+        let mut c = case(Level::Raid5, None, 6, Rw::RandWrite, 4096);
+        c.array.bitmap = Bitmap::Internal;
+        let f = figures(0.0, 100.0, 4096.0);
+        assert_eq!(rules(&c, &f, json!({}), &[], None), [Rule::Bitmap]);
+        let mut r = case(Level::Raid5, None, 6, Rw::RandRead, 4096);
+        r.array.bitmap = Bitmap::Internal;
+        assert!(rules(&r, &figures(400.0, 0.0, 4096.0), json!({}), &[], None).is_empty());
+        let plain = case(Level::Raid5, None, 6, Rw::RandWrite, 4096);
+        assert_eq!(
+            rules(&plain, &f, json!({"md_bitmap": "internal"}), &[], None),
+            [Rule::Bitmap]
+        );
+        assert!(rules(&plain, &f, json!({"md_bitmap": "none"}), &[], None).is_empty());
+    }
+
+    #[test]
+    fn write_cache_on_where_the_plan_said_off() {
+        let c = case(Level::Raid0, None, 2, Rw::RandWrite, 4096);
+        let f = figures(0.0, 150.0, 4096.0);
+        let on = json!({"write_cache_after": {"sda": false, "sdb": true}});
+        let a = anomalies(&Observation {
+            case: &c,
+            figures: &f,
+            environment: &on,
+            iops_per_second: &[],
+            expectation: None,
+        });
+        assert_eq!(a.len(), 1);
+        assert!(
+            a[0].message.contains("sdb") && !a[0].message.contains("sda"),
+            "{}",
+            a[0].message
+        );
+        let mut keep = c.clone();
+        keep.array.write_cache = WriteCache::Keep;
+        assert!(rules(&keep, &f, on, &[], None).is_empty());
+    }
+
+    #[test]
+    fn members_more_than_15_percent_from_the_median() {
+        let c = case(Level::Raid0, None, 3, Rw::RandRead, 4096);
+        let f = figures(225.0, 0.0, 4096.0);
+        let odd = json!({"member_baseline_iops": {"sda": 75, "sdb": 76, "sdc": 60}});
+        assert_eq!(rules(&c, &f, odd, &[], None), [Rule::NonUniform]);
+        let fine = json!({"member_baseline_iops": {"sda": 75, "sdb": 76, "sdc": 66}});
+        assert!(rules(&c, &f, fine, &[], None).is_empty());
+    }
+
+    #[test]
+    fn small_stripe_cache_on_slow_sequential_writes() {
+        let mb = 1048576.0;
+        let c = case(Level::Raid5, None, 3, Rw::Write, 1 << 20);
+        let e = expectation(300.0, mb, true);
+        let slow = figures(0.0, 50.0, mb);
+        assert_eq!(
+            rules(&c, &slow, json!({}), &STEADY, Some(&e)),
+            [Rule::StripeCache]
+        );
+        let mut big = c.clone();
+        big.array.stripe_cache = Some(4096);
+        assert_eq!(
+            rules(&big, &slow, json!({}), &STEADY, Some(&e)),
+            [Rule::OffModel]
+        );
+        assert!(rules(&c, &figures(0.0, 200.0, mb), json!({}), &STEADY, Some(&e)).is_empty());
+        let mut qd1 = c.clone();
+        qd1.workload.bs = raidlab_core::Bytes::kib(64);
+        qd1.workload.iodepth = 1;
+        let slow64 = figures(0.0, 50.0 * 16.0, 65536.0);
+        let e64 = expectation(300.0 * 16.0, 65536.0, true);
+        assert_eq!(
+            rules(&qd1, &slow64, json!({}), &STEADY, Some(&e64)),
+            [Rule::PartialStripe],
+            "64 KiB in flight < 1 MiB stripe: not the cache's fault"
+        );
+        let r10 = case(Level::Raid10, Some(Layout::Near(2)), 4, Rw::Write, 1 << 20);
+        assert_eq!(
+            rules(&r10, &slow, json!({}), &STEADY, Some(&e)),
+            [Rule::OffModel]
+        );
+    }
+
+    #[test]
+    fn erratic_by_iops_log_or_latency_tail() {
+        let c = case(Level::Raid0, None, 2, Rw::RandRead, 4096);
+        let f = figures(150.0, 0.0, 4096.0);
+        let jumpy = [150.0, 20.0, 300.0, 140.0, 10.0, 280.0];
+        assert_eq!(rules(&c, &f, json!({}), &jumpy, None), [Rule::Erratic]);
+        assert!(rules(&c, &f, json!({}), &STEADY, None).is_empty());
+        assert!(
+            rules(&c, &f, json!({}), &jumpy[..4], None).is_empty(),
+            "too few samples"
+        );
+        let mut tail = f.clone();
+        tail.read.as_mut().unwrap().clat_p99_ns = Some(150e6);
+        assert_eq!(rules(&c, &tail, json!({}), &STEADY, None), [Rule::Erratic]);
+        let mut deep = c.clone();
+        deep.workload.iodepth = 32; // 16 per member: a sorted queue's tail is expected
+        assert!(rules(&deep, &tail, json!({}), &STEADY, None).is_empty());
+    }
+
+    #[test]
+    fn off_the_model_only_without_a_known_cause() {
+        let c = case(Level::Raid10, None, 6, Rw::RandWrite, 4096);
+        let e = expectation(225.0, 4096.0, false);
+        let f = figures(0.0, 400.0, 4096.0);
+        assert_eq!(
+            rules(&c, &f, json!({}), &STEADY, Some(&e)),
+            [Rule::OffModel]
+        );
+        assert!(rules(
+            &c,
+            &figures(0.0, 300.0, 4096.0),
+            json!({}),
+            &STEADY,
+            Some(&e)
+        )
+        .is_empty());
+        assert_eq!(
+            rules(
+                &c,
+                &f,
+                json!({"resync_during_fio": true}),
+                &STEADY,
+                Some(&e)
+            ),
+            [Rule::Resync],
+            "a known cause replaces the vague one"
+        );
+    }
+}
