@@ -47,8 +47,23 @@ pub fn wait(
     stop: &AtomicBool,
     interruptible: bool,
 ) -> Result<(ExitStatus, bool), String> {
+    wait_with(child, stop, interruptible, &mut || {})
+}
+
+/// As [`wait`], calling `tick` about once a second (for a progress line).
+pub fn wait_with(
+    child: &mut Child,
+    stop: &AtomicBool,
+    interruptible: bool,
+    tick: &mut dyn FnMut(),
+) -> Result<(ExitStatus, bool), String> {
     let mut stopped = false;
+    let mut n = 0u32;
     loop {
+        n += 1;
+        if n % 50 == 0 {
+            tick();
+        }
         match child.try_wait() {
             Ok(Some(status)) => return Ok((status, stopped)),
             Ok(None) => {}

@@ -250,7 +250,15 @@ impl HostTarget {
                 }
                 self.fault_point(s.phase); // mid-command
                 let interruptible = matches!(s.phase, Phase::Fio | Phase::Layout | Phase::Resync);
-                let (status, stopped) = exec::wait(&mut child, cx.stop, interruptible)?;
+                let mut tick = || {
+                    if s.phase == Phase::Resync {
+                        if let Some(p) = resync_percent(&read_opt("/proc/mdstat")) {
+                            (cx.phase)(&format!("resync {p:.1} %"));
+                        }
+                    }
+                };
+                let (status, stopped) =
+                    exec::wait_with(&mut child, cx.stop, interruptible, &mut tick)?;
                 if is_fio {
                     self.journal().ended(child.id())?;
                 }
@@ -352,6 +360,15 @@ impl HostTarget {
             })
             .collect()
     }
+}
+
+/// The first resync/recovery percentage in `/proc/mdstat` (`resync = 12.5% (…)`).
+fn resync_percent(mdstat: &serde_json::Value) -> Option<f64> {
+    let text = mdstat.as_str()?;
+    let at = text.find("resync =").or_else(|| text.find("recovery ="))?;
+    let rest = &text[at..];
+    let num = rest.split('=').nth(1)?.trim_start().split('%').next()?;
+    num.trim().parse().ok()
 }
 
 fn resyncing(mdstat: &serde_json::Value) -> bool {
@@ -631,6 +648,22 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
         }
     }
     steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resync_progress_is_read_from_mdstat() {
+        let mdstat = "Personalities : [raid6] [raid5] [raid4]\nmd127 : active raid5 vdd[4] vdc[2] vdb[1] vda[0]\n      3139584 blocks super 1.2 level 5, 512k chunk, algorithm 2 [4/3] [UUU_]\n      [===>.................]  recovery = 18.3% (192512/1046528) finish=0.2min speed=64170K/sec\n";
+        let v = serde_json::Value::String(mdstat.into());
+        assert_eq!(resync_percent(&v), Some(18.3));
+        assert!(resyncing(&v));
+        let idle = serde_json::Value::String("Personalities :\nunused devices: <none>\n".into());
+        assert_eq!(resync_percent(&idle), None);
+        assert!(!resyncing(&idle));
+    }
 }
 
 /// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
