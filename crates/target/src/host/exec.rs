@@ -61,7 +61,7 @@ pub fn wait_with(
     let mut n = 0u32;
     loop {
         n += 1;
-        if n % 50 == 0 {
+        if n.is_multiple_of(50) {
             tick();
         }
         match child.try_wait() {

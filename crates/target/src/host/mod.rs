@@ -650,6 +650,15 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
     steps
 }
 
+/// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
+fn md_sysfs(attr: &str) -> Option<String> {
+    let md = std::fs::canonicalize(script::MD).ok()?;
+    let name = md.file_name()?.to_string_lossy().into_owned();
+    std::fs::read_to_string(format!("/sys/block/{name}/md/{attr}"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,13 +673,4 @@ mod tests {
         assert_eq!(resync_percent(&idle), None);
         assert!(!resyncing(&idle));
     }
-}
-
-/// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
-fn md_sysfs(attr: &str) -> Option<String> {
-    let md = std::fs::canonicalize(script::MD).ok()?;
-    let name = md.file_name()?.to_string_lossy().into_owned();
-    std::fs::read_to_string(format!("/sys/block/{name}/md/{attr}"))
-        .ok()
-        .map(|s| s.trim().to_string())
 }
