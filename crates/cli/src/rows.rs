@@ -44,10 +44,20 @@ fn disk_model(case: &Case, results: &[&StoredResult]) -> Option<DiskModel> {
 
 /// The result's per-second IOPS from its `iops.log`, beside the raw JSON.
 fn iops_log(store: &Store, r: &StoredResult) -> Result<Vec<f64>> {
+    read_log(store, r, "iops.log", iops_per_second)
+}
+
+/// A log stored beside the result's raw JSON, parsed per second.
+fn read_log(
+    store: &Store,
+    r: &StoredResult,
+    name: &str,
+    parse: fn(&str) -> Vec<f64>,
+) -> Result<Vec<f64>> {
     let json = store.raw_path(r);
-    let log = json.with_file_name(format!("{}-iops.log", r.raw_file.trim_end_matches(".json")));
+    let log = json.with_file_name(format!("{}-{name}", r.raw_file.trim_end_matches(".json")));
     match std::fs::read_to_string(&log) {
-        Ok(text) => Ok(iops_per_second(&text)),
+        Ok(text) => Ok(parse(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", log.display())),
     }
@@ -140,6 +150,8 @@ pub fn build(store: &Store) -> Result<Built> {
                     let log = iops_log(store, r)?;
                     if i == 0 {
                         detail.iops_per_second = log.clone();
+                        detail.lat_ms_per_second =
+                            read_log(store, r, "lat.log", raidlab_model::lat_ms_per_second)?;
                     }
                     for a in anomalies(&Observation {
                         case,

@@ -144,7 +144,15 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         let chart = &chart[..chart.find("</svg>").unwrap()];
         assert_eq!(chart.matches("class=\"member\"").count(), 6);
     }
-    assert_eq!(dom.matches("<svg class=\"chart over-time\"").count(), 8);
+    // …and a mean-latency-over-time line from the latency log.
+    assert_eq!(dom.matches("<svg class=\"chart over-time\"").count(), 16);
+    let lat_charts = dom
+        .split("<svg class=\"chart over-time\"")
+        .skip(1)
+        .map(|c| &c[..c.find("</svg>").unwrap()])
+        .filter(|c| c.contains(": mean latency over time"))
+        .count();
+    assert_eq!(lat_charts, 8, "one latency-over-time chart per case");
     for heading in ["Summary", "Anomalies", "Cases in detail", "All cases"] {
         assert!(dom.contains(&format!("<h2>{heading}</h2>")), "{heading}");
     }

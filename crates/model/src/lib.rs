@@ -89,11 +89,44 @@ pub fn iops_per_second(log: &str) -> Vec<f64> {
     buckets.into_iter().map(|(_, v)| v).collect()
 }
 
+/// Mean latency (ms) per second from fio's `write_lat_log` with `log_avg_msec` (values in
+/// ns; the directions of one second averaged).
+pub fn lat_ms_per_second(log: &str) -> Vec<f64> {
+    let mut buckets: Vec<(u64, f64, u32)> = Vec::new();
+    for line in log.lines() {
+        let mut f = line.split(',').map(str::trim);
+        let (Some(Ok(ms)), Some(Ok(v))) = (
+            f.next().map(str::parse::<u64>),
+            f.next().map(str::parse::<f64>),
+        ) else {
+            continue;
+        };
+        match buckets.last_mut() {
+            Some((t, sum, n)) if *t == ms => {
+                *sum += v;
+                *n += 1;
+            }
+            _ => buckets.push((ms, v, 1)),
+        }
+    }
+    buckets
+        .into_iter()
+        .map(|(_, v, n)| v / n as f64 / 1e6)
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     pub(crate) use crate::expect::tests::case;
     use raidlab_core::{DirectionFigures, Rw};
+
+    #[test]
+    fn lat_log_averages_directions_per_second_in_ms() {
+        let log =
+            "1000, 2000000, 0, 4096, 0\n1000, 4000000, 1, 4096, 0\n2000, 5000000, 0, 4096, 0\n";
+        assert_eq!(lat_ms_per_second(log), vec![3.0, 5.0]);
+    }
 
     #[test]
     fn iops_log_sums_directions_per_second() {

@@ -115,6 +115,7 @@ fn main() {
                 .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
                 .collect(),
             iops_per_second: log.clone(),
+            lat_ms_per_second: Vec::new(),
         });
     }
     let model_time = start.elapsed();

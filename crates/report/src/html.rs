@@ -61,6 +61,8 @@ pub struct Detail {
     pub members: Vec<(String, u64, u64)>,
     /// IOPS per second from the first repetition's iops log.
     pub iops_per_second: Vec<f64>,
+    /// Mean latency (ms) per second from the first repetition's latency log.
+    pub lat_ms_per_second: Vec<f64>,
 }
 
 /// Everything the HTML report shows.
@@ -404,6 +406,13 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
             s.push_str(&time_chart(
                 &format!("{label}: IOPS over time"),
                 &d.iops_per_second,
+            ));
+        }
+        if !d.lat_ms_per_second.is_empty() {
+            s.push_str(&crate::svg::time_chart_unit(
+                &format!("{label}: mean latency over time"),
+                "ms",
+                &d.lat_ms_per_second,
             ));
         }
         if !d.environment.is_empty() {

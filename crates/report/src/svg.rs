@@ -314,8 +314,13 @@ pub fn share_chart(title: &str, members: &[(String, u64, u64)]) -> String {
 
 /// IOPS per second over the run, as one polyline.
 pub fn time_chart(title: &str, values: &[f64]) -> String {
+    time_chart_unit(title, "IOPS", values)
+}
+
+/// A per-second line chart of `values` in `unit`.
+pub fn time_chart_unit(title: &str, unit: &str, values: &[f64]) -> String {
     let max = nice_max(values.iter().copied().fold(0.0, f64::max));
-    let (mut s, left, top, plot_w, plot_h) = frame("chart over-time", title, "IOPS", max, 220.0);
+    let (mut s, left, top, plot_w, plot_h) = frame("chart over-time", title, unit, max, 220.0);
     let n = values.len().max(2) - 1;
     let pts: Vec<String> = values
         .iter()

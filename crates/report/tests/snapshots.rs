@@ -107,6 +107,7 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
                 .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
                 .collect(),
             iops_per_second: log,
+            lat_ms_per_second: Vec::new(),
         });
     }
     (rows, details)

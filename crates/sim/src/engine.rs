@@ -95,6 +95,8 @@ pub struct SimRun {
     pub runtime: Nanos,
     /// Completed host I/Os per second of runtime, reads and writes.
     pub iops_per_sec: Vec<[u64; 2]>,
+    /// Sum of completion latencies (ns) per measured second, [read, write].
+    pub lat_sum_per_sec: Vec<[u64; 2]>,
     pub members: Vec<DeviceStats>,
     /// Host I/Os md saw (its own disk_util line).
     pub array_ios: [u64; 2],
@@ -206,6 +208,7 @@ pub struct Engine {
     read: DirStats,
     write: DirStats,
     per_sec: Vec<[u64; 2]>,
+    lat_per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
     /// Spare device output buffers: handling one device's output can submit to another
@@ -301,6 +304,7 @@ impl Engine {
             read: DirStats::default(),
             write: DirStats::default(),
             per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
+            lat_per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
             array_ios: [0, 0],
             events: 0,
             outs: Vec::new(),
@@ -376,6 +380,7 @@ impl Engine {
             write: self.write,
             runtime: self.end - self.measure_from,
             iops_per_sec: self.per_sec,
+            lat_sum_per_sec: self.lat_per_sec,
             members: self.devices.iter().map(|d| d.stats().clone()).collect(),
             array_ios: self.array_ios,
             events: self.events,
@@ -779,10 +784,14 @@ impl Engine {
             };
             d.ios += 1;
             d.bytes += host.len;
-            d.lat.record((self.now - host.submit).0);
+            let lat = (self.now - host.submit).0;
+            d.lat.record(lat);
             let sec = ((self.now - self.measure_from).0 / 1_000_000_000) as usize;
             if let Some(s) = self.per_sec.get_mut(sec) {
                 s[host.write as usize] += 1;
+            }
+            if let Some(s) = self.lat_per_sec.get_mut(sec) {
+                s[host.write as usize] += lat;
             }
         }
         self.issue(host.slot);

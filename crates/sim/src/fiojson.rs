@@ -168,3 +168,32 @@ pub fn iops_log(case: &Case, run: &SimRun) -> String {
     }
     s
 }
+
+/// fio's `write_lat_log` format with `log_avg_msec=1000`: `time_ms, mean latency (ns),
+/// direction, bs, offset` — one line per direction per second with completions.
+pub fn lat_log(case: &Case, run: &SimRun) -> String {
+    let mut s = String::new();
+    for (i, (n, sum)) in run
+        .iops_per_sec
+        .iter()
+        .zip(&run.lat_sum_per_sec)
+        .enumerate()
+    {
+        let t = (i as u64 + 1) * 1000;
+        for dir in 0..2 {
+            let wanted = if dir == 0 {
+                case.workload.rw.reads()
+            } else {
+                case.workload.rw.writes()
+            };
+            if wanted && n[dir] > 0 {
+                s.push_str(&format!(
+                    "{t}, {}, {dir}, {}, 0\n",
+                    sum[dir] / n[dir],
+                    case.workload.bs.0
+                ));
+            }
+        }
+    }
+    s
+}

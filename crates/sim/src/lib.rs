@@ -36,6 +36,8 @@ pub enum SimError {
 pub struct SimOutput {
     pub fio_json: String,
     pub iops_log: String,
+    /// Mean completion latency per second, in fio's `write_lat_log` format.
+    pub lat_log: String,
     /// Events processed (for the speed benchmark).
     pub events: u64,
     /// Host I/Os completed.
@@ -75,6 +77,7 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     Ok(SimOutput {
         fio_json: fiojson::render(case, &run, seed, &model_json),
         iops_log: fiojson::iops_log(case, &run),
+        lat_log: fiojson::lat_log(case, &run),
         events: run.events,
         host_ios: run.read.ios + run.write.ios,
         model,

@@ -134,3 +134,32 @@ fn bitmap_and_resync_replay_identically() {
     assert_eq!(a, raidlab_sim::simulate(&c, 3).unwrap().fio_json);
     assert_ne!(a, raidlab_sim::simulate(&c, 4).unwrap().fio_json);
 }
+
+/// The per-second logs agree with fio's summary: IOPS per second sum to the I/O count,
+/// and the IOPS-weighted mean of the per-second latencies is the mean latency.
+#[test]
+fn per_second_logs_agree_with_the_summary() {
+    let c = case(6, "level = \"raid5\"", RANDOM_WIDE);
+    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let w = parse_output(&out.fio_json).unwrap().figures.write.unwrap();
+    let field = |line: &str, i: usize| {
+        line.split(',')
+            .nth(i)
+            .unwrap()
+            .trim()
+            .parse::<f64>()
+            .unwrap()
+    };
+    let iops: Vec<f64> = out.iops_log.lines().map(|l| field(l, 1)).collect();
+    let lat: Vec<f64> = out.lat_log.lines().map(|l| field(l, 1)).collect();
+    assert_eq!(iops.len(), 30);
+    assert_eq!(lat.len(), 30, "a latency for every second with completions");
+    assert_eq!(iops.iter().sum::<f64>() as u64, w.ios);
+    let weighted =
+        iops.iter().zip(&lat).map(|(n, l)| n * l).sum::<f64>() / iops.iter().sum::<f64>();
+    assert!(
+        (weighted / w.lat_mean_ns - 1.0).abs() < 0.01,
+        "per-second {weighted} ns vs summary {} ns",
+        w.lat_mean_ns
+    );
+}

@@ -92,7 +92,10 @@ impl Target for SimTarget {
         let out = raidlab_sim::simulate(case, seed)?;
         Ok(CaseOutput {
             fio_json: out.fio_json.into_bytes(),
-            logs: vec![("iops.log".into(), out.iops_log.into_bytes())],
+            logs: vec![
+                ("iops.log".into(), out.iops_log.into_bytes()),
+                ("lat.log".into(), out.lat_log.into_bytes()),
+            ],
             environment: serde_json::json!({
                 "target": "sim",
                 "seed": seed,

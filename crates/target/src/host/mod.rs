@@ -540,8 +540,13 @@ impl Target for HostTarget {
             });
         }
         let mut logs = Vec::new();
-        if let Ok(l) = std::fs::read(work.join("raidlab_iops.log")) {
-            logs.push(("iops.log".to_string(), l));
+        for (file, name) in [
+            ("raidlab_iops.log", "iops.log"),
+            ("raidlab_lat.log", "lat.log"),
+        ] {
+            if let Ok(l) = std::fs::read(work.join(file)) {
+                logs.push((name.to_string(), l));
+            }
         }
         // The keys the anomaly rules read (docs/exports.md), from what was recorded.
         let write_cache_after: serde_json::Map<String, serde_json::Value> = members
@@ -641,6 +646,7 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
                 &[
                     ("thread", "1".into()),
                     ("write_iops_log", format!("{}/raidlab", paths.workdir)),
+                    ("write_lat_log", format!("{}/raidlab", paths.workdir)),
                     ("log_avg_msec", "1000".into()),
                     ("per_job_logs", "0".into()),
                 ],
