@@ -160,11 +160,13 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn csv_rows(lab: &Lab) -> Vec<Vec<String>> {
+/// The CSV export: (header, rows).
+fn csv(lab: &Lab) -> (Vec<String>, Vec<Vec<String>>) {
+    let out = lab.out();
     let o = lab.raidlab(
         &[
             "report",
-            lab.out().to_str().unwrap(),
+            out.to_str().unwrap(),
             "--format",
             "csv",
             "-o",
@@ -174,29 +176,21 @@ fn csv_rows(lab: &Lab) -> Vec<Vec<String>> {
     );
     assert!(o.status.success(), "{}", text(&o));
     let s = String::from_utf8(o.stdout).unwrap();
-    s.lines()
-        .skip(1)
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect()
+    let mut lines = s
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>());
+    let header = lines.next().unwrap_or_default();
+    (header, lines.collect())
+}
+
+fn csv_rows(lab: &Lab) -> Vec<Vec<String>> {
+    csv(lab).1
 }
 
 fn column(lab: &Lab, name: &str) -> usize {
-    let o = lab.raidlab(
-        &[
-            "report",
-            lab.out().to_str().unwrap(),
-            "--format",
-            "csv",
-            "-o",
-            "-",
-        ],
-        &[],
-    );
-    let s = String::from_utf8(o.stdout).unwrap();
-    s.lines()
-        .next()
-        .unwrap()
-        .split(',')
+    csv(lab)
+        .0
+        .iter()
         .position(|c| c == name)
         .unwrap_or_else(|| panic!("no column {name}"))
 }

@@ -69,29 +69,9 @@ pub fn expectation(
     Some(e.with_utilisation(expect::utilisation(members, outstanding * per_io)))
 }
 
-/// Per-second IOPS (reads and writes summed) from a fio-style `iops.log`
-/// (`msec, iops, direction, bs, offset` per line). Unparseable lines are skipped.
-pub fn iops_per_second(log: &str) -> Vec<f64> {
-    let mut buckets: Vec<(u64, f64)> = Vec::new();
-    for line in log.lines() {
-        let mut f = line.split(',').map(str::trim);
-        let (Some(Ok(ms)), Some(Ok(v))) = (
-            f.next().map(str::parse::<u64>),
-            f.next().map(str::parse::<f64>),
-        ) else {
-            continue;
-        };
-        match buckets.last_mut() {
-            Some((t, sum)) if *t == ms => *sum += v,
-            _ => buckets.push((ms, v)),
-        }
-    }
-    buckets.into_iter().map(|(_, v)| v).collect()
-}
-
-/// Mean latency (ms) per second from fio's `write_lat_log` with `log_avg_msec` (values in
-/// ns; the directions of one second averaged).
-pub fn lat_ms_per_second(log: &str) -> Vec<f64> {
+/// A fio-style per-second log (`msec, value, direction, bs, offset` per line) as
+/// (msec, sum of values, lines) per time stamp, in order. Unparseable lines are skipped.
+fn per_second(log: &str) -> Vec<(u64, f64, u32)> {
     let mut buckets: Vec<(u64, f64, u32)> = Vec::new();
     for line in log.lines() {
         let mut f = line.split(',').map(str::trim);
@@ -110,6 +90,17 @@ pub fn lat_ms_per_second(log: &str) -> Vec<f64> {
         }
     }
     buckets
+}
+
+/// Per-second IOPS (reads and writes summed) from a fio-style `iops.log`.
+pub fn iops_per_second(log: &str) -> Vec<f64> {
+    per_second(log).into_iter().map(|(_, v, _)| v).collect()
+}
+
+/// Mean latency (ms) per second from fio's `write_lat_log` with `log_avg_msec` (values in
+/// ns; the directions of one second averaged).
+pub fn lat_ms_per_second(log: &str) -> Vec<f64> {
+    per_second(log)
         .into_iter()
         .map(|(_, v, n)| v / n as f64 / 1e6)
         .collect()
