@@ -470,15 +470,14 @@ impl Target for HostTarget {
         let mut failure: Option<String> = None;
         let mut interrupted = false;
         for s in &steps {
-            if s.phase != Phase::Teardown && (failure.is_some() || interrupted) {
-                continue;
+            // After a failure or an interrupt, the rest is skipped and everything this
+            // case (and the case before it, if it left the array up) built is unwound.
+            if failure.is_some() || interrupted {
+                break;
             }
             if s.phase != Phase::Teardown && cx.stop.load(std::sync::atomic::Ordering::SeqCst) {
                 interrupted = true;
-                continue;
-            }
-            if failure.is_some() || interrupted {
-                break; // teardown by unwinding below
+                break;
             }
             (cx.phase)(s.phase.name());
             let fio_run = matches!(&s.action, Action::Run { argv, .. } if argv[0] == "fio" && s.phase == Phase::Fio);
@@ -496,13 +495,10 @@ impl Target for HostTarget {
                     "members": self.member_state(members),
                     "mdstat": read_opt("/proc/mdstat"),
                     "md_detail": if case.array.engine == Engine::Md && case.array.level != Level::Single {
-                        version_full(&["mdadm", "--detail", script::MD])
+                        command_output(&["mdadm", "--detail", script::MD])
                     } else { serde_json::Value::Null },
                     "md_bitmap": md_sysfs("bitmap/location").map(|l| if l == "none" { l } else { format!("internal ({l})") }),
-                    "stripe_cache_size": std::fs::canonicalize(script::MD).ok()
-                        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                        .and_then(|n| std::fs::read_to_string(format!("/sys/block/{n}/md/stripe_cache_size")).ok())
-                        .map(|s| s.trim().to_string()),
+                    "stripe_cache_size": md_sysfs("stripe_cache_size"),
                 });
             }
         }
@@ -596,7 +592,8 @@ impl Target for HostTarget {
     }
 }
 
-fn version_full(argv: &[&str]) -> serde_json::Value {
+/// A command's standard output, or null when it cannot run.
+fn command_output(argv: &[&str]) -> serde_json::Value {
     match std::process::Command::new(argv[0])
         .args(&argv[1..])
         .output()
