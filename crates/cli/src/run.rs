@@ -15,7 +15,7 @@ use raidlab_target::{script, RunContext, Target};
 /// Estimated seconds of array creation, mkfs and teardown per case, for the ETA.
 const SETUP_SECS: u64 = 5;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -130,10 +130,15 @@ pub fn run(a: RunArgs) -> Result<()> {
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     let mut failures = Vec::new();
+    // For the timed bar: when the case in flight started (seconds into the run) and its
+    // weight, so the bar moves while a long case runs (real targets run one at a time).
+    let run_t0 = Instant::now();
+    let in_flight = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
     let ran = std::thread::scope(|s| -> Result<()> {
         for _ in 0..target.parallel().min(todo.len().max(1)) {
             let tx = tx.clone();
             let (todo, next, target, stop, pb) = (&todo, &next, &target, &stop, &pb);
+            let (in_flight, weight) = (&in_flight, &weight);
             s.spawn(move || loop {
                 if stop.load(Ordering::SeqCst) {
                     break;
@@ -144,6 +149,10 @@ pub fn run(a: RunArgs) -> Result<()> {
                 };
                 let started = unix_now();
                 let t0 = Instant::now();
+                in_flight.1.store(weight(case), Ordering::SeqCst);
+                in_flight
+                    .0
+                    .store(run_t0.elapsed().as_secs(), Ordering::SeqCst);
                 let label = format!("case {}/{total} · {}", i + 1, case.label());
                 let phase = |p: &str| pb.set_message(format!("{label} · {p}"));
                 let cx = RunContext {
@@ -158,7 +167,22 @@ pub fn run(a: RunArgs) -> Result<()> {
             });
         }
         drop(tx);
-        for (case, rep, started, wall, out) in rx {
+        let mut done = 0;
+        loop {
+            let (case, rep, started, wall, out) =
+                match rx.recv_timeout(std::time::Duration::from_millis(500)) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        let since = in_flight.0.load(Ordering::SeqCst);
+                        if timed && since != u64::MAX {
+                            let into = run_t0.elapsed().as_secs().saturating_sub(since);
+                            let w = in_flight.1.load(Ordering::SeqCst);
+                            pb.set_position(done + into.min(w.saturating_sub(1)));
+                        }
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                };
             match out {
                 Ok(o) => {
                     commit(
@@ -179,7 +203,8 @@ pub fn run(a: RunArgs) -> Result<()> {
                     case.label()
                 )),
             }
-            pb.inc(weight(case));
+            done += weight(case);
+            pb.set_position(done);
         }
         Ok(())
     });
