@@ -75,7 +75,11 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
     );
     let dom = String::from_utf8(dom.stdout).unwrap();
     let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
-    assert_eq!(charts.len(), 6, "read and write: IOPS, bandwidth, latency");
+    assert_eq!(
+        charts.len(),
+        8,
+        "read and write: IOPS, bandwidth, mean and p99 latency"
+    );
     for chart in charts {
         let chart = &chart[..chart.find("</svg>").unwrap()];
         for level in ["raid0 512k", "raid10 n2 512k", "raid5 512k", "raid6 512k"] {

@@ -131,13 +131,15 @@ pub fn render_report(rep: &Report) -> String {
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
-        let series: [Series; 6] = [
+        let series: [Series; 8] = [
             ("read IOPS", "IOPS", |r| r.read_iops),
             ("write IOPS", "IOPS", |r| r.write_iops),
             ("read bandwidth", "MiB/s", |r| r.read_bw_mib_s),
             ("write bandwidth", "MiB/s", |r| r.write_bw_mib_s),
             ("read latency (mean)", "ms", |r| r.read_lat_mean_ms),
             ("write latency (mean)", "ms", |r| r.write_lat_mean_ms),
+            ("read latency (p99)", "ms", |r| r.read_lat_p99_ms),
+            ("write latency (p99)", "ms", |r| r.write_lat_p99_ms),
         ];
         for (name, unit, get) in series {
             // Whiskers: the repetitions' IOPS range, where it is this direction's alone.
