@@ -112,9 +112,11 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
-    /// Copies of each block (1 for striping and parity levels).
+    /// Copies of each block (1 for striping and parity levels). md raid1 mirrors on every
+    /// member; btrfs raid1 and raid10 keep two copies whatever the device count.
     pub fn copies(&self) -> u32 {
         match (self.level, self.layout) {
+            (Level::Raid1, _) if self.engine == Engine::Btrfs => 2,
             (Level::Raid1, _) => self.disks,
             (Level::Raid10, Some(Layout::Near(n) | Layout::Far(n) | Layout::Offset(n))) => n as u32,
             (Level::Raid10, _) => 2,
@@ -151,7 +153,6 @@ impl ArraySpec {
             Level::Raid5 | Level::Raid6 => {
                 (self.disks - self.parity_disks()) as f64 / self.disks as f64
             }
-            Level::Raid1 => 1.0 / self.disks as f64,
             _ => 1.0 / self.copies() as f64,
         }
     }
@@ -434,6 +435,34 @@ mod tests {
         assert!("x2".parse::<Layout>().is_err());
         assert!("n9".parse::<Layout>().is_err());
         assert!("".parse::<Layout>().is_err());
+    }
+
+    #[test]
+    fn capacity_and_fault_tolerance_follow_the_engine() {
+        let spec = |engine, level, disks| ArraySpec {
+            engine,
+            level,
+            layout: None,
+            chunk: None,
+            disks,
+            filesystem: Filesystem::None,
+            write_cache: WriteCache::Keep,
+            bitmap: Bitmap::None,
+            resync: Resync::AssumeClean,
+            stripe_cache: None,
+        };
+        // md raid1 mirrors on every member; btrfs raid1 keeps two copies on any count.
+        let md = spec(Engine::Md, Level::Raid1, 4);
+        assert_eq!((md.capacity_fraction(), md.fault_tolerance()), (0.25, 3));
+        let b = spec(Engine::Btrfs, Level::Raid1, 4);
+        assert_eq!((b.capacity_fraction(), b.fault_tolerance()), (0.5, 1));
+        let c3 = spec(Engine::Btrfs, Level::Raid1c3, 4);
+        assert_eq!(c3.fault_tolerance(), 2);
+        let r6 = spec(Engine::Btrfs, Level::Raid6, 6);
+        assert_eq!(
+            (r6.capacity_fraction(), r6.fault_tolerance()),
+            (4.0 / 6.0, 2)
+        );
     }
 
     #[test]
