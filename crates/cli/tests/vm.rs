@@ -339,3 +339,40 @@ fn md_all_levels_throttled_in_one_boot() {
     }
     cross_validate(&v, &s);
 }
+
+/// A failure inside the guest (here mkfs.xfs refusing an array under 300 MB) comes back as
+/// an error naming the command, with mkfs's own words and the guest console's tail.
+#[test]
+fn guest_failure_is_a_clear_error() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("small.toml");
+    std::fs::write(
+        &plan,
+        "name = \"small\"\n[disks]\ncount = 2\ncapacity = \"100m\"\n[[arrays]]\nlevel = \"raid1\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\nsize = \"16m\"\nruntime = \"2s\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = raidlab(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "vm",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("in the guest"), "{err}");
+    assert!(err.contains("mkfs.xfs"), "{err}");
+    assert!(err.contains("guest console"), "{err}");
+    assert!(Store::open(&out).unwrap().results().unwrap().is_empty());
+}
