@@ -373,6 +373,7 @@ fn guest_failure_is_a_clear_error() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("in the guest"), "{err}");
     assert!(err.contains("mkfs.xfs"), "{err}");
+    assert!(err.contains("larger than 300MB"), "mkfs's own words: {err}");
     assert!(err.contains("guest console"), "{err}");
     assert!(Store::open(&out).unwrap().results().unwrap().is_empty());
 }

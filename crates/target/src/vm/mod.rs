@@ -452,10 +452,17 @@ impl VmTarget {
         cases: usize,
     ) -> Result<CaseOutput, String> {
         if let Ok(e) = std::fs::read_to_string(d.join("error.txt")) {
+            // The console's last words, without the lines the error already quotes.
+            let text =
+                String::from_utf8_lossy(&std::fs::read(console).unwrap_or_default()).into_owned();
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !e.contains(l.trim()))
+                .collect();
             return Err(format!(
                 "in the guest: {e}\n  guest console ({}):\n    {}",
                 console.display(),
-                tail(console, 15)
+                lines[lines.len().saturating_sub(8)..].join("\n    ")
             ));
         }
         let fio_json = std::fs::read(d.join("fio.json")).map_err(|e| {
