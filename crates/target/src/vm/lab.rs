@@ -84,7 +84,7 @@ pub fn cached() -> Vec<Lab> {
             dir: e.path(),
         })
         .collect();
-    v.sort_by(|a, b| natural(&a.kver).cmp(&natural(&b.kver)));
+    v.sort_by_key(|l| natural(&l.kver));
     v
 }
 
