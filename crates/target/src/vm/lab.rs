@@ -31,6 +31,9 @@ pub const MODULES: &[&str] = &[
 /// Programs copied into the initramfs with their shared libraries.
 pub const TOOLS: &[&str] = &["mdadm", "fio", "mkfs.xfs", "wipefs", "blkid"];
 
+/// Copied too when the host has them (ext4 file systems).
+pub const OPTIONAL_TOOLS: &[&str] = &["mkfs.ext4"];
+
 /// busybox applets linked in `/bin`.
 const APPLETS: &[&str] = &[
     "sh", "mount", "umount", "mkdir", "insmod", "poweroff", "sleep", "cat", "tar", "echo", "ls",
@@ -399,6 +402,18 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
         .map_err(io)?;
         libs.extend(libraries(&p)?);
         tools.insert(t.to_string(), p.display().to_string().into());
+    }
+    for t in OPTIONAL_TOOLS {
+        if let Some(p) = which(t) {
+            c.file(
+                &format!("bin/{t}"),
+                0o755,
+                &std::fs::read(&p).map_err(|e| e.to_string())?,
+            )
+            .map_err(io)?;
+            libs.extend(libraries(&p)?);
+            tools.insert(t.to_string(), p.display().to_string().into());
+        }
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     libs.extend(libraries(&exe)?);

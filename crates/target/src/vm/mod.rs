@@ -541,6 +541,12 @@ impl Target for VmTarget {
         if let Some(r) = cached {
             return r.map_err(err);
         }
+        if case.array.engine != raidlab_core::Engine::Md {
+            return Err(err(format!(
+                "case {}: the VM lab runs md arrays only (its initramfs has no mkfs.btrfs): use engine = \"md\", or --target host / sim for btrfs",
+                case.id
+            )));
+        }
         if self.cfg.disks.count < case.array.disks {
             return Err(err(format!(
                 "case {} needs {} disks and the plan has {}",
@@ -557,7 +563,10 @@ impl Target for VmTarget {
                 Some(i) => todo[i..]
                     .iter()
                     .take(CASES_PER_BOOT)
-                    .take_while(|(c, _)| c.array.disks <= self.cfg.disks.count)
+                    .take_while(|(c, _)| {
+                        c.array.disks <= self.cfg.disks.count
+                            && c.array.engine == raidlab_core::Engine::Md
+                    })
                     .cloned()
                     .collect(),
                 None => vec![(case.clone(), repetition)],
