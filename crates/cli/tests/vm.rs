@@ -377,3 +377,90 @@ fn guest_failure_is_a_clear_error() {
     assert!(err.contains("guest console"), "{err}");
     assert!(Store::open(&out).unwrap().results().unwrap().is_empty());
 }
+
+/// qemu's pids among a process's children (every thread's).
+fn qemu_children(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        for k in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<u32>().ok())
+        {
+            let comm = std::fs::read_to_string(format!("/proc/{k}/comm")).unwrap_or_default();
+            if comm.starts_with("qemu-system") {
+                v.push(k);
+            }
+        }
+    }
+    v
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Ctrl-C while the guest runs: raidlab kills the qemu it started and says how to resume.
+#[test]
+fn interrupt_kills_the_vm() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("int.toml");
+    std::fs::write(
+        &plan,
+        format!("name = \"int\"\n{THROTTLED}[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"30s\"\n"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "vm",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("RAIDLAB_LAB_DIR", lab_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let qemu = loop {
+        let q = qemu_children(child.id());
+        if !q.is_empty() {
+            break q;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "no qemu started within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("--resume"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for q in qemu {
+        assert!(!alive(q), "qemu {q} outlived raidlab");
+    }
+}
