@@ -494,3 +494,40 @@ else
 fi
 poweroff -f
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vmlinux_is_found_behind_a_compressed_payload() {
+        // A fake bzImage: a setup header, then a gzip'd "ELF", then trailing data.
+        let mut gz = Command::new("gzip")
+            .arg("-c")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("gzip");
+        gz.stdin
+            .take()
+            .unwrap()
+            .write_all(b"\x7fELF and the rest of a kernel")
+            .unwrap();
+        let packed = gz.wait_with_output().unwrap().stdout;
+        let mut image = b"MZ setup code \x1f\x8b\x08 not really".to_vec();
+        image.extend(&packed);
+        image.extend(b"trailer");
+        assert_eq!(
+            extract_vmlinux(&image).unwrap(),
+            b"\x7fELF and the rest of a kernel"
+        );
+        assert!(extract_vmlinux(b"no kernel here").is_err());
+    }
+
+    #[test]
+    fn kernel_versions_sort_naturally() {
+        let mut v = vec!["6.1.0-10-amd64", "6.1.0-9-amd64", "6.10.0-1-amd64"];
+        v.sort_by_key(|s| natural(s));
+        assert_eq!(v, ["6.1.0-9-amd64", "6.1.0-10-amd64", "6.10.0-1-amd64"]);
+    }
+}

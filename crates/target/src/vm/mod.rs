@@ -298,13 +298,17 @@ impl VmTarget {
 
     /// Boot once for `batch`; store each case's outcome in `done`.
     fn boot(&self, batch: &[(Case, u32)], cx: &RunContext) -> Result<(), TargetError> {
-        let n = {
+        // A fresh directory per boot; those of an earlier (resumed) run are kept.
+        let (n, dir) = {
             let mut b = self.boots.lock().unwrap_or_else(|e| e.into_inner());
-            *b += 1;
-            *b
+            loop {
+                *b += 1;
+                let d = self.cfg.out.join(".vm").join(format!("boot-{b}"));
+                if !d.exists() {
+                    break (*b, d);
+                }
+            }
         };
-        let dir = self.cfg.out.join(".vm").join(format!("boot-{n}"));
-        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
             .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
         let dir = std::path::absolute(&dir).unwrap_or(dir);
