@@ -39,6 +39,17 @@ pub enum Command {
     Disks(DisksArgs),
     /// Undo what an interrupted host run left behind (mounts, arrays, signatures, caches).
     Cleanup(CleanupArgs),
+    /// Prepare (build) or inspect (status) the VM lab: a Debian kernel and an initramfs with mdadm and fio.
+    #[command(subcommand)]
+    Lab(LabCommand),
+    /// Inside a VM-lab guest: run the boot's cases (started by the guest's /init).
+    #[command(hide = true)]
+    Guest {
+        /// The job directory (cases.json).
+        job: PathBuf,
+        /// Where each case's results go.
+        out: PathBuf,
+    },
     /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.
     Import(ImportArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
@@ -85,6 +96,21 @@ pub struct RunArgs {
     /// every member, before any array is built); 0 skips it.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub baseline: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Download a Debian kernel package (apt-get download; never installed), extract vmlinux,
+    /// pick the md/raid/xfs/virtio modules, build the initramfs; cached per kernel version
+    /// in $RAIDLAB_LAB_DIR, else $XDG_CACHE_HOME/raidlab/lab, else ~/.cache/raidlab/lab.
+    Build {
+        /// Use this kernel package (.deb) or an unpacked one (a directory with boot/ and
+        /// lib/modules/) instead of downloading linux-image-amd64's dependency.
+        #[arg(long, value_name = "DEB|DIR")]
+        kernel: Option<PathBuf>,
+    },
+    /// What is cached, and which acceleration works (KVM is tried first, then TCG).
+    Status,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod args;
 mod compare;
 mod host;
 mod import;
+mod lab;
 mod progress;
 mod rows;
 mod run;
@@ -41,6 +42,10 @@ fn run_cli() -> Result<()> {
         Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
         Command::Cleanup(a) => host::cleanup(a),
+        Command::Lab(c) => lab::lab(c),
+        Command::Guest { job, out } => {
+            raidlab_target::vm::guest::run(&job, &out).map_err(anyhow::Error::msg)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

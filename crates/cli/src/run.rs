@@ -86,6 +86,13 @@ pub fn run(a: RunArgs) -> Result<()> {
             baseline(&host, baseline_s, a.quiet)?;
         }
         Box::new(host)
+    } else if target_name == "vm" {
+        Box::new(raidlab_target::vm::VmTarget::new(
+            raidlab_target::vm::VmConfig {
+                disks: plan.disks.clone(),
+                out: out.clone(),
+            },
+        )?)
     } else {
         raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
     };
@@ -95,6 +102,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
         .filter(|(c, rep)| !finished.contains(&(c.id.clone(), *rep)))
         .collect();
+    target.prepare(&todo);
     let skipped = plan.cases().len() * plan.run.repeat as usize - todo.len();
     if skipped > 0 {
         eprintln!(

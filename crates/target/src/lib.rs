@@ -1,9 +1,11 @@
 //! Targets: where a case runs. `sim` is the simulator, `host` real devices of this
-//! machine; `vm` (qemu lab) will implement the same trait, so the run loop, the store and
-//! the report never ask where a result came from — except to label it.
+//! machine, `vm` the real kernel md inside qemu on emulated disks. All implement the same
+//! trait, so the run loop, the store and the report never ask where a result came from —
+//! except to label it.
 
 pub mod host;
 pub mod script;
+pub mod vm;
 
 use std::sync::atomic::AtomicBool;
 
@@ -28,7 +30,7 @@ pub enum TargetError {
     Host(String),
     #[error("interrupted: the case was stopped and torn down; it is not stored")]
     Interrupted,
-    #[error("target `{0}` is not available yet in this build: use --target sim (the host and vm targets are tracked in the project's issues)")]
+    #[error("target `{0}` is configured from the plan: it is built by `raidlab run`, not by name")]
     NotYet(String),
     #[error("unknown target `{0}`: use sim, vm or host")]
     Unknown(String),
@@ -57,6 +59,9 @@ pub trait Target: Sync {
     fn finish(&self) -> Result<(), TargetError> {
         Ok(())
     }
+    /// Called once before the first case with every (case, repetition) to run, in order:
+    /// the VM target runs several of them per boot.
+    fn prepare(&self, _todo: &[(&Case, u32)]) {}
     /// Run one repetition of a case.
     fn run_case(
         &self,
@@ -107,11 +112,12 @@ impl Target for SimTarget {
     }
 }
 
-/// The target a name asks for (`host` is built with [`host::HostTarget::new`]).
+/// The target a name asks for (`host` and `vm` are built with [`host::HostTarget::new`]
+/// and [`vm::VmTarget::new`]).
 pub fn by_name(name: &str, seed: u64, threads: usize) -> Result<Box<dyn Target>, TargetError> {
     match name {
         "sim" => Ok(Box::new(SimTarget { seed, threads })),
-        "vm" => Err(TargetError::NotYet(name.into())),
+        "vm" | "host" => Err(TargetError::NotYet(name.into())),
         other => Err(TargetError::Unknown(other.into())),
     }
 }

@@ -251,7 +251,11 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
             if let Some(layout) = a.layout {
                 c.push(format!("--layout={}", layout.mdadm_name()));
             }
-            c.push(format!("--bitmap={}", a.bitmap));
+            // Real mdadm refuses any --bitmap on raid0 ("bitmaps not meaningful with level
+            // raid0"), --bitmap=none included: found by the VM lab.
+            if !(a.level == Level::Raid0 && a.bitmap == raidlab_core::Bitmap::None) {
+                c.push(format!("--bitmap={}", a.bitmap));
+            }
             if a.resync == Resync::AssumeClean && a.level != Level::Raid0 {
                 c.push("--assume-clean".into());
             }
@@ -633,7 +637,7 @@ mod tests {
     fn md_command_lines_for_every_level_and_layout() {
         let p = plan("[[arrays]]\nlevel = [\"raid0\", \"raid5\", \"raid6\"]\nchunk = \"64k\"\nresync = \"assume-clean\"\n[[arrays]]\nlevel = \"raid10\"\nlayout = [\"n2\", \"f2\", \"o2\", \"n3\"]\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nbitmap = \"internal\"");
         let lines: Vec<String> = (0..p.cases().len()).map(|i| create_line(&p, i)).collect();
-        assert_eq!(lines[0], "mdadm --create /dev/md/raidlab --run --metadata=1.2 --level=0 --raid-devices=6 --chunk=64K --bitmap=none d0 d1 d2 d3 d4 d5");
+        assert_eq!(lines[0], "mdadm --create /dev/md/raidlab --run --metadata=1.2 --level=0 --raid-devices=6 --chunk=64K d0 d1 d2 d3 d4 d5");
         assert_eq!(lines[1], "mdadm --create /dev/md/raidlab --run --metadata=1.2 --level=5 --raid-devices=6 --chunk=64K --layout=left-symmetric --bitmap=none --assume-clean d0 d1 d2 d3 d4 d5");
         assert!(lines[2].contains("--level=6") && lines[2].contains("--layout=left-symmetric"));
         for (i, l) in ["n2", "f2", "o2", "n3"].iter().enumerate() {

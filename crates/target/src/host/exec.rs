@@ -77,9 +77,16 @@ pub fn wait_with(
     }
 }
 
-/// The last lines of a log, for an error message.
+/// The first three and the last lines of a log, `lines` in all, for an error message (a
+/// tool's own error often comes first, before a usage text: mkfs.xfs).
 pub fn tail(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(lines)..].join("\n    ")
+    if v.len() <= lines || lines < 6 {
+        return v[v.len().saturating_sub(lines)..].join("\n    ");
+    }
+    let mut out: Vec<&str> = v[..3].to_vec();
+    out.push("…");
+    out.extend(&v[v.len() - (lines - 3)..]);
+    out.join("\n    ")
 }

@@ -1,0 +1,466 @@
+//! The VM lab: `raidlab lab build` from Debian packages, then real kernel md inside qemu
+//! on emulated disks throttled to 75 IOPS (`throttle-75`): every md level is created in
+//! the guest and runs fio; the throttled figures are held against theory and against the
+//! simulator's prediction of the same plan.
+//!
+//! Needs qemu-system-x86, apt-get (with package lists), dpkg, kmod, busybox-static,
+//! mdadm, fio, xfsprogs, util-linux, xz-utils and tar; no root. Locally without them:
+//! skipped with the reason; in CI (`CI=true`) their absence is a failure. The lab is built
+//! once per test run in `$RAIDLAB_TEST_LAB_DIR` (default: Cargo's target tmp dir); boots
+//! run one at a time.
+
+use raidlab_store::Store;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+const TOOLS: &[&str] = &[
+    "qemu-system-x86_64",
+    "apt-get",
+    "apt-cache",
+    "dpkg",
+    "depmod",
+    "modprobe",
+    "busybox",
+    "mdadm",
+    "fio",
+    "mkfs.xfs",
+    "wipefs",
+    "blkid",
+    "xz",
+    "tar",
+    "ldd",
+];
+
+/// Whether this machine can run these tests; in CI it must.
+fn can_run() -> bool {
+    let missing: Vec<&str> = TOOLS
+        .iter()
+        .copied()
+        .filter(|t| {
+            !Command::new("sh")
+                .args(["-c", &format!("PATH=$PATH:/usr/sbin:/sbin command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!(
+        "missing {} (Debian: qemu-system-x86 busybox-static mdadm fio xfsprogs util-linux kmod xz-utils)",
+        missing.join(", ")
+    );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("the VM-lab tests must run in CI: {why}");
+    }
+    eprintln!("skipping: {why}");
+    false
+}
+
+/// One VM at a time: the throttled figures must not compete for the two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+static LAB: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+fn lab_dir() -> PathBuf {
+    std::env::var_os("RAIDLAB_TEST_LAB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vm-lab"))
+}
+
+fn raidlab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args(args)
+        .env("RAIDLAB_LAB_DIR", lab_dir())
+        .env(
+            "PATH",
+            format!(
+                "{}:/usr/sbin:/sbin",
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `raidlab lab build` (downloading the kernel package), once per test run.
+fn lab() -> &'static Path {
+    let r = LAB.get_or_init(|| {
+        let t0 = Instant::now();
+        let o = raidlab(&["lab", "build"]);
+        eprintln!("lab build: {:.1} s", t0.elapsed().as_secs_f64());
+        if !o.status.success() {
+            return Err(text(&o));
+        }
+        eprintln!("{}", text(&o));
+        Ok(lab_dir())
+    });
+    match r {
+        Ok(p) => p,
+        Err(e) => panic!("raidlab lab build failed:\n{e}"),
+    }
+}
+
+fn kver() -> String {
+    let mut v: Vec<String> = std::fs::read_dir(lab())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("lab.json").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v.pop().expect("a built lab")
+}
+
+#[test]
+fn lab_build_from_debian_packages() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = lab().join(kver());
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("lab.json")).unwrap()).unwrap();
+    let mods: Vec<&str> = info["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    for m in [
+        "virtio_blk.ko",
+        "md-mod.ko",
+        "raid0.ko",
+        "raid1.ko",
+        "raid10.ko",
+        "raid456.ko",
+        "xfs.ko",
+    ] {
+        assert!(mods.contains(&m), "{m} missing from {mods:?}");
+    }
+    // Dependencies come before what needs them.
+    let at = |m: &str| mods.iter().position(|x| *x == m).unwrap();
+    assert!(at("md-mod.ko") < at("raid456.ko"));
+    assert!(at("raid6_pq.ko") < at("raid456.ko"));
+    let vmlinux = std::fs::read(dir.join("vmlinux")).unwrap();
+    assert!(
+        vmlinux.starts_with(b"\x7fELF"),
+        "vmlinux is not an ELF file"
+    );
+    let cpio = std::fs::read(dir.join("initramfs.cpio")).unwrap();
+    assert!(cpio.starts_with(b"070701"), "initramfs is not a newc cpio");
+    let st = raidlab(&["lab", "status"]);
+    assert!(st.status.success(), "{}", text(&st));
+    let out = String::from_utf8_lossy(&st.stdout);
+    assert!(out.contains(&format!("kernel {}", kver())), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("acceleration: kvm") || l.starts_with("acceleration: tcg")),
+        "{out}"
+    );
+}
+
+/// Per stored result: (level, layout, rw, IOPS of the direction that ran).
+type Figures = Vec<(String, String, String, f64)>;
+
+fn figures(dir: &Path) -> Figures {
+    let o = raidlab(&["report", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let iops =
+                r["read_iops"].as_f64().unwrap_or(0.0) + r["write_iops"].as_f64().unwrap_or(0.0);
+            (
+                r["level"].as_str().unwrap().to_string(),
+                r["layout"].as_str().unwrap_or("").to_string(),
+                r["rw"].as_str().unwrap().to_string(),
+                iops,
+            )
+        })
+        .collect()
+}
+
+/// Run `plan` on the VM target, check what is stored, then on the simulator; returns both
+/// figure sets, in the plan's case order.
+fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join(format!("{name}.toml"));
+    std::fs::write(&plan, format!("name = \"{name}\"\n{body}")).unwrap();
+    let vm = tmp.path().join("vm");
+    let t0 = Instant::now();
+    let o = raidlab(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "vm",
+        "-q",
+        "--out",
+        vm.to_str().unwrap(),
+    ]);
+    eprintln!("{name}: vm run {:.1} s", t0.elapsed().as_secs_f64());
+    assert!(o.status.success(), "{}", text(&o));
+
+    let store = Store::open(&vm).unwrap();
+    let results = store.results().unwrap();
+    assert_eq!(results.len(), cases);
+    let kver = kver();
+    for r in &results {
+        assert_eq!(r.target, "vm");
+        assert_eq!(r.environment["target"], "vm");
+        assert_eq!(r.environment["vm"]["kernel"], kver.as_str());
+        // The guest ran the lab's kernel (its own uname), with md.
+        assert_eq!(r.environment["tools"]["kernel"], kver.as_str());
+        assert!(
+            r.environment["during"]["mdstat"]
+                .as_str()
+                .unwrap_or("")
+                .contains("md"),
+            "no md array during fio: {}",
+            r.environment["during"]
+        );
+        // fio's JSON is stored byte for byte as the guest wrote it.
+        let stored = std::fs::read(store.raw_path(r)).unwrap();
+        let guest = std::fs::read_dir(vm.join(".vm"))
+            .unwrap()
+            .flatten()
+            .map(|b| {
+                b.path()
+                    .join("results")
+                    .join(format!("{}-r{}", r.case_id, r.repetition))
+                    .join("fio.json")
+            })
+            .find(|p| p.exists())
+            .expect("the guest's fio.json is kept in .vm/boot-N/results");
+        assert_eq!(
+            stored,
+            std::fs::read(guest).unwrap(),
+            "raw fio JSON differs"
+        );
+    }
+    let sim = tmp.path().join("sim");
+    let o = raidlab(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "sim",
+        "-q",
+        "--out",
+        sim.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (v, s) = (figures(&vm), figures(&sim));
+    for ((l, lay, rw, a), (_, _, _, b)) in v.iter().zip(&s) {
+        eprintln!(
+            "{l} {lay} {rw}: vm {a:.1} IOPS, sim {b:.1} IOPS ({:+.1} %)",
+            (b / a - 1.0) * 100.0
+        );
+    }
+    (v, s)
+}
+
+fn within(what: &str, got: f64, want: f64, tol: f64) {
+    assert!(
+        (got / want - 1.0).abs() <= tol,
+        "{what}: {got:.1} IOPS, expected {want:.1} ±{:.0} %",
+        tol * 100.0
+    );
+}
+
+fn cross_validate(v: &Figures, s: &Figures) {
+    assert_eq!(v.len(), s.len());
+    for ((l, lay, rw, a), (l2, lay2, rw2, b)) in v.iter().zip(s) {
+        assert_eq!((l, lay, rw), (l2, lay2, rw2));
+        within(&format!("sim predicting vm, {l} {lay} {rw}"), *b, *a, 0.15);
+    }
+}
+
+const THROTTLED: &str = "[disks]\ncount = 4\nmodel = \"throttle-75\"\ncapacity = \"1g\"\n";
+
+/// Priority one: raid0 and raid5 end to end, four cases in one boot; 4 KiB random I/O at
+/// queue depth 4 on four 75-IOPS members against theory and the simulator.
+#[test]
+fn md_raid0_raid5_throttled_in_one_boot() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nlevel = [\"raid0\", \"raid5\"]\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = [\"randwrite\", \"randread\"]\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"6s\"\n"
+    );
+    let (v, s) = run_both("vm-raid0-raid5", &body, 4);
+    for (l, _, rw, iops) in &v {
+        // Each member serves 75 IOPS: raid0 and every random read use all four (300);
+        // a raid5 4 KiB write costs four member I/Os (read-modify-write): 300 / 4.
+        let want = match (l.as_str(), rw.as_str()) {
+            ("raid5", "randwrite") => 75.0,
+            _ => 300.0,
+        };
+        within(&format!("vm {l} {rw}"), *iops, want, 0.15);
+    }
+    cross_validate(&v, &s);
+}
+
+/// Every other md level created in the guest, in one boot: raid1, raid10 n2/f2/o2, raid6.
+#[test]
+fn md_all_levels_throttled_in_one_boot() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[arrays]]\nlevel = \"raid10\"\nlayout = [\"n2\", \"f2\", \"o2\"]\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[arrays]]\nlevel = \"raid6\"\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"6s\"\n"
+    );
+    let (v, s) = run_both("vm-all-levels", &body, 5);
+    for (l, lay, rw, iops) in &v {
+        // raid10: two member writes per write, 300 / 2; raid1 on two members: 75.
+        match l.as_str() {
+            "raid10" => within(&format!("vm raid10 {lay} {rw}"), *iops, 150.0, 0.15),
+            "raid1" => within(&format!("vm raid1 {rw}"), *iops, 75.0, 0.15),
+            _ => {}
+        }
+    }
+    cross_validate(&v, &s);
+}
+
+/// A failure inside the guest (here mkfs.xfs refusing an array under 300 MB) comes back as
+/// an error naming the command, with mkfs's own words and the guest console's tail.
+#[test]
+fn guest_failure_is_a_clear_error() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("small.toml");
+    std::fs::write(
+        &plan,
+        "name = \"small\"\n[disks]\ncount = 2\ncapacity = \"100m\"\n[[arrays]]\nlevel = \"raid1\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\nsize = \"16m\"\nruntime = \"2s\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = raidlab(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "vm",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("in the guest"), "{err}");
+    assert!(err.contains("mkfs.xfs"), "{err}");
+    assert!(err.contains("larger than 300MB"), "mkfs's own words: {err}");
+    assert!(err.contains("guest console"), "{err}");
+    assert!(Store::open(&out).unwrap().results().unwrap().is_empty());
+}
+
+/// qemu's pids among a process's children (every thread's).
+fn qemu_children(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        for k in kids
+            .split_whitespace()
+            .filter_map(|k| k.parse::<u32>().ok())
+        {
+            let comm = std::fs::read_to_string(format!("/proc/{k}/comm")).unwrap_or_default();
+            if comm.starts_with("qemu-system") {
+                v.push(k);
+            }
+        }
+    }
+    v
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Ctrl-C while the guest runs: raidlab kills the qemu it started and says how to resume.
+#[test]
+fn interrupt_kills_the_vm() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("int.toml");
+    std::fs::write(
+        &plan,
+        format!("name = \"int\"\n{THROTTLED}[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"30s\"\n"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "vm",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("RAIDLAB_LAB_DIR", lab_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let qemu = loop {
+        let q = qemu_children(child.id());
+        if !q.is_empty() {
+            break q;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "no qemu started within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("--resume"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for q in qemu {
+        assert!(!alive(q), "qemu {q} outlived raidlab");
+    }
+}

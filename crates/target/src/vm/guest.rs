@@ -1,0 +1,126 @@
+//! The guest side of the VM lab: `raidlab guest JOB OUT`, run by the initramfs's `/init`.
+//! It finds the member disks by their virtio serial (`d0`, `d1`, …), then runs the
+//! boot's cases with the host target — the same guards, journal and md/btrfs engines as
+//! on a real machine, here against the guest's kernel md — and writes each case's fio
+//! JSON (as fio wrote it), environment and log, or its error, to `OUT/<case>-r<rep>/`.
+
+use crate::host::{HostConfig, HostTarget};
+use crate::{RunContext, Target};
+use raidlab_core::Case;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// One case of a boot.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GuestCase {
+    pub case: Case,
+    pub repetition: u32,
+}
+
+/// What the host hands the guest (`/job/cases.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    /// Member disks attached, serials `d0` … `d{n-1}`.
+    pub disks: usize,
+    pub cases: Vec<GuestCase>,
+}
+
+/// A case's directory name in the results.
+pub fn case_dir(case: &Case, rep: u32) -> String {
+    format!("{}-r{rep}", case.id)
+}
+
+/// The guest's block devices by virtio serial.
+fn member_devices(n: usize) -> Result<Vec<String>, String> {
+    let mut found = vec![None; n];
+    for e in std::fs::read_dir("/sys/block").map_err(|e| format!("/sys/block: {e}"))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let serial = std::fs::read_to_string(e.path().join("serial")).unwrap_or_default();
+        if let Some(i) = serial
+            .trim()
+            .strip_prefix('d')
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            if i < n {
+                found[i] = Some(format!("/dev/{name}"));
+            }
+        }
+    }
+    found
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| d.ok_or_else(|| format!("member disk d{i} not found in the guest")))
+        .collect()
+}
+
+/// Run the job; per-case failures are written next to the results, not returned.
+pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
+    let job: Job = serde_json::from_slice(
+        &std::fs::read(job_dir.join("cases.json")).map_err(|e| format!("cases.json: {e}"))?,
+    )
+    .map_err(|e| format!("cases.json: {e}"))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let fail_all = |msg: &str| {
+        for gc in &job.cases {
+            let d = out.join(case_dir(&gc.case, gc.repetition));
+            let _ = std::fs::create_dir_all(&d);
+            let _ = std::fs::write(d.join("error.txt"), msg);
+        }
+    };
+    let devices = match member_devices(job.disks) {
+        Ok(d) => d,
+        Err(e) => {
+            fail_all(&e);
+            return Err(e);
+        }
+    };
+    println!("raidlab-lab: members {}", devices.join(" "));
+    let host = match HostTarget::new(HostConfig {
+        devices,
+        out: Path::new("/tmp/raidlab-host").to_path_buf(),
+        destroy: Default::default(),
+    }) {
+        Ok(h) => h,
+        Err(e) => {
+            fail_all(&e.to_string());
+            return Err(e.to_string());
+        }
+    };
+    let stop = AtomicBool::new(false);
+    let phase = |p: &str| println!("raidlab-lab: phase {p}");
+    for (i, gc) in job.cases.iter().enumerate() {
+        let d = out.join(case_dir(&gc.case, gc.repetition));
+        std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+        println!("raidlab-lab: case {} {}", gc.case.id, gc.case.label());
+        let cx = RunContext {
+            stop: &stop,
+            phase: &phase,
+            next: job.cases.get(i + 1).map(|n| &n.case),
+        };
+        match host.run_case(&gc.case, gc.repetition, &cx) {
+            Ok(o) => {
+                std::fs::write(d.join("fio.json"), &o.fio_json).map_err(|e| e.to_string())?;
+                std::fs::write(
+                    d.join("environment.json"),
+                    serde_json::to_vec(&o.environment).expect("json"),
+                )
+                .map_err(|e| e.to_string())?;
+                for (name, bytes) in &o.logs {
+                    std::fs::write(d.join(format!("log-{name}")), bytes)
+                        .map_err(|e| e.to_string())?;
+                }
+                println!("raidlab-lab: case {} ok", gc.case.id);
+            }
+            Err(e) => {
+                println!("raidlab-lab: case {} failed: {e}", gc.case.id);
+                std::fs::write(d.join("error.txt"), e.to_string()).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    if let Err(e) = host.finish() {
+        println!("raidlab-lab: teardown: {e}");
+    }
+    Ok(())
+}

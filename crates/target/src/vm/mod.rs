@@ -1,0 +1,601 @@
+//! The VM lab target: the real kernel md on emulated disks. Each boot of a stock Debian
+//! kernel in qemu (see [`lab`]) gets sparse member disks shaped by the plan's disk model
+//! (`throttle-*` presets become qemu's `throttling.*` options per drive), a job of
+//! several cases, and a results disk. Inside, `raidlab guest` runs the cases with the
+//! host target ([`guest`]); the host extracts the results disk (a tar archive) and hands
+//! each case's fio JSON back byte for byte. No root is needed on the host.
+//!
+//! qemu is started with a handle raidlab keeps: it is killed on timeout, on Ctrl-C and
+//! when the handle drops, and dies with raidlab (`PR_SET_PDEATHSIG`).
+
+pub mod cpio;
+pub mod guest;
+pub mod lab;
+
+use crate::{CaseOutput, RunContext, Target, TargetError};
+use raidlab_core::disk::{DiskKind, DiskModel};
+use raidlab_core::{Case, DiskSet};
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Forces the acceleration (`kvm` or `tcg`) instead of probing.
+pub const ACCEL_ENV: &str = "RAIDLAB_VM_ACCEL";
+/// Member capacity when the plan names none.
+pub const DEFAULT_CAPACITY: u64 = 1 << 30;
+/// Cases per boot, at most.
+pub const CASES_PER_BOOT: usize = 12;
+const QEMU: &str = "qemu-system-x86_64";
+
+fn err(msg: impl Into<String>) -> TargetError {
+    TargetError::Host(msg.into())
+}
+
+/// A qemu process raidlab started; killed (by its handle) when dropped.
+struct Qemu(Child);
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_qemu(args: &[String]) -> Result<Qemu, String> {
+    let mut cmd = Command::new(QEMU);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: prctl only sets a flag of the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map(Qemu)
+        .map_err(|e| format!("cannot run {QEMU}: {e} — install qemu-system-x86 (Debian)"))
+}
+
+/// Why a boot ended.
+enum Ended {
+    Exited(std::process::ExitStatus, String),
+    TimedOut,
+    Stopped,
+}
+
+/// Wait for qemu; kill it on timeout or when `stop` turns true.
+fn wait(q: &mut Qemu, timeout: Duration, stop: Option<&std::sync::atomic::AtomicBool>) -> Ended {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(Some(st)) = q.0.try_wait() {
+            let mut e = String::new();
+            if let Some(mut s) = q.0.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut s, &mut e);
+            }
+            return Ended::Exited(st, e);
+        }
+        if stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            let _ = q.0.kill();
+            return Ended::Stopped;
+        }
+        if t0.elapsed() > timeout {
+            let _ = q.0.kill();
+            return Ended::TimedOut;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let t = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+    let v: Vec<&str> = t.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n    ")
+}
+
+/// The common qemu arguments of a boot.
+fn base_args(lab: &lab::Lab, accel: &str, initrd: &Path, console: &Path) -> Vec<String> {
+    let (accel, cpu) = if accel == "kvm" {
+        ("kvm", "host")
+    } else {
+        ("tcg,thread=multi", "max")
+    };
+    [
+        "-nodefaults",
+        "-no-reboot",
+        "-display",
+        "none",
+        "-accel",
+        accel,
+        "-cpu",
+        cpu,
+        "-smp",
+        "2",
+        "-m",
+        "1536",
+        "-kernel",
+        &lab.vmlinux().display().to_string(),
+        "-initrd",
+        &initrd.display().to_string(),
+        "-append",
+        "console=ttyS0 panic=-1 loglevel=4",
+        "-serial",
+        &format!("file:{}", console.display()),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Boot the lab's kernel with `accel` and no job: does `/init` start within `timeout`?
+pub fn probe(lab: &lab::Lab, accel: &str, timeout: Duration) -> Result<Duration, String> {
+    let dir = tempdir("probe")?;
+    let console = dir.join("console.log");
+    let t0 = Instant::now();
+    let mut q = spawn_qemu(&base_args(lab, accel, &lab.initramfs(), &console))?;
+    let r = match wait(&mut q, timeout, None) {
+        Ended::Exited(_, stderr) => {
+            let text = std::fs::read_to_string(&console).unwrap_or_default();
+            if text.contains("raidlab-lab: probe ok") {
+                Ok(t0.elapsed())
+            } else {
+                Err(format!(
+                    "the guest did not start: {} {}",
+                    stderr.trim(),
+                    tail(&console, 5)
+                ))
+            }
+        }
+        _ => Err(format!("no /init within {} s", timeout.as_secs())),
+    };
+    drop(q);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+fn tempdir(what: &str) -> Result<PathBuf, String> {
+    let d = std::env::temp_dir().join(format!(
+        "raidlab-{what}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() ^ (std::ptr::addr_of!(what) as u128)
+    ));
+    std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+    Ok(d)
+}
+
+/// The acceleration that works: `$RAIDLAB_VM_ACCEL`, else KVM if it boots the lab's
+/// kernel within 20 s, else TCG. The verdict is cached in the lab's directory.
+pub fn accel(lab: &lab::Lab, fresh: bool) -> Result<(String, String), String> {
+    if let Ok(a) = std::env::var(ACCEL_ENV) {
+        return Ok((a, format!("forced by {ACCEL_ENV}")));
+    }
+    let cache = lab.dir.join("accel");
+    if !fresh {
+        if let Ok(t) = std::fs::read_to_string(&cache) {
+            if let Some((a, why)) = t.trim().split_once(' ') {
+                return Ok((a.to_string(), why.to_string()));
+            }
+        }
+    }
+    let kvm = if Path::new("/dev/kvm").exists() {
+        probe(lab, "kvm", Duration::from_secs(20))
+    } else {
+        Err("/dev/kvm is absent".into())
+    };
+    let (a, why) = match kvm {
+        Ok(t) => (
+            "kvm",
+            format!("KVM boots the guest in {:.1} s", t.as_secs_f64()),
+        ),
+        Err(ke) => {
+            let t = probe(lab, "tcg", Duration::from_secs(120))
+                .map_err(|e| format!("neither KVM ({ke}) nor TCG ({e}) boots the lab"))?;
+            (
+                "tcg",
+                format!(
+                    "KVM does not work here ({}); TCG boots the guest in {:.1} s",
+                    ke.lines().next().unwrap_or(""),
+                    t.as_secs_f64()
+                ),
+            )
+        }
+    };
+    let _ = std::fs::write(&cache, format!("{a} {why}\n"));
+    Ok((a.to_string(), why))
+}
+
+/// What the VM target needs from the plan and the command line.
+#[derive(Debug, Clone)]
+pub struct VmConfig {
+    pub disks: DiskSet,
+    /// The results directory (boot scratch files go to `OUT/.vm/`).
+    pub out: PathBuf,
+}
+
+pub struct VmTarget {
+    cfg: VmConfig,
+    lab: lab::Lab,
+    accel: String,
+    accel_why: String,
+    model: Option<DiskModel>,
+    capacity: u64,
+    todo: Mutex<Vec<(Case, u32)>>,
+    done: Mutex<HashMap<(String, u32), Result<CaseOutput, String>>>,
+    boots: Mutex<u32>,
+    qemu_version: String,
+}
+
+impl VmTarget {
+    /// Find the lab and the acceleration; nothing is booted yet.
+    pub fn new(cfg: VmConfig) -> Result<VmTarget, TargetError> {
+        let lab = lab::current().map_err(err)?;
+        let qemu_version = Command::new(QEMU).arg("--version").output().map_err(|e| {
+            err(format!(
+                "cannot run {QEMU}: {e} — install qemu-system-x86 (Debian)"
+            ))
+        })?;
+        let qemu_version = String::from_utf8_lossy(&qemu_version.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        let (accel, accel_why) = accel(&lab, false).map_err(err)?;
+        let model = match &cfg.disks.model {
+            Some(m) => Some(DiskModel::preset(m).ok_or_else(|| {
+                err(format!(
+                    "unknown disk model `{m}` (presets: {})",
+                    DiskModel::preset_names().join(", ")
+                ))
+            })?),
+            None => None,
+        };
+        let capacity = cfg.disks.capacity.map(|b| b.0).unwrap_or(DEFAULT_CAPACITY);
+        Ok(VmTarget {
+            cfg,
+            lab,
+            accel,
+            accel_why,
+            model,
+            capacity,
+            todo: Mutex::new(Vec::new()),
+            done: Mutex::new(HashMap::new()),
+            boots: Mutex::new(0),
+            qemu_version,
+        })
+    }
+
+    /// The qemu options of one member drive, from the disk model.
+    pub fn throttling(model: Option<&DiskModel>) -> String {
+        let mut s = String::new();
+        if let Some(DiskModel {
+            kind: DiskKind::Throttle(p),
+            ..
+        }) = model
+        {
+            for (k, v) in [
+                ("iops-total", p.iops_total as u64),
+                ("iops-read", p.iops_read as u64),
+                ("iops-write", p.iops_write as u64),
+                ("bps-total", p.bps_total),
+            ] {
+                if v > 0 {
+                    s.push_str(&format!(",throttling.{k}={v}"));
+                }
+            }
+        }
+        s
+    }
+
+    /// Boot once for `batch`; store each case's outcome in `done`.
+    fn boot(&self, batch: &[(Case, u32)], cx: &RunContext) -> Result<(), TargetError> {
+        // A fresh directory per boot; those of an earlier (resumed) run are kept.
+        let (n, dir) = {
+            let mut b = self.boots.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                *b += 1;
+                let d = self.cfg.out.join(".vm").join(format!("boot-{b}"));
+                if !d.exists() {
+                    break (*b, d);
+                }
+            }
+        };
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        let disks = batch
+            .iter()
+            .map(|(c, _)| c.array.disks as usize)
+            .max()
+            .unwrap_or(1);
+        let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
+        let mut args = Vec::new();
+        for i in 0..disks {
+            let f = dir.join(format!("d{i}.img"));
+            std::fs::File::create(&f)
+                .and_then(|h| h.set_len(self.capacity))
+                .map_err(io)?;
+            args.push("-drive".to_string());
+            args.push(format!(
+                "if=none,id=d{i},file={},format=raw,cache=none,aio=io_uring{}",
+                f.display(),
+                Self::throttling(self.model.as_ref())
+            ));
+            args.push("-device".into());
+            args.push(format!("virtio-blk-pci,drive=d{i},serial=d{i}"));
+        }
+        let results = dir.join("results.img");
+        std::fs::File::create(&results)
+            .and_then(|h| h.set_len(64 << 20))
+            .map_err(io)?;
+        args.push("-drive".into());
+        args.push(format!(
+            "if=none,id=results,file={},format=raw",
+            results.display()
+        ));
+        args.push("-device".into());
+        args.push("virtio-blk-pci,drive=results,serial=results".into());
+
+        // The initramfs of this boot: the lab's, then the job and this raidlab binary.
+        let job = guest::Job {
+            disks,
+            cases: batch
+                .iter()
+                .map(|(c, r)| guest::GuestCase {
+                    case: c.clone(),
+                    repetition: *r,
+                })
+                .collect(),
+        };
+        let initrd = dir.join("initrd.cpio");
+        {
+            std::fs::copy(self.lab.initramfs(), &initrd).map_err(io)?;
+            let f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&initrd)
+                .map_err(io)?;
+            let mut c = cpio::Cpio::new(std::io::BufWriter::new(f));
+            let exe = std::env::current_exe().map_err(io)?;
+            c.file("bin/raidlab", 0o755, &std::fs::read(&exe).map_err(io)?)
+                .map_err(io)?;
+            c.file(
+                "job/cases.json",
+                0o644,
+                &serde_json::to_vec(&job).expect("json"),
+            )
+            .map_err(io)?;
+            c.finish().map_err(io)?.flush().map_err(io)?;
+        }
+        let console = dir.join("console.log");
+        let mut all = base_args(&self.lab, &self.accel, &initrd, &console);
+        all.extend(args);
+        // Boot, modules, then per case: array, mkfs, layout, fio, teardown.
+        let budget: u64 = 90
+            + batch
+                .iter()
+                .map(|(c, _)| (c.workload.runtime + c.workload.ramp).get() / 1_000_000_000 + 60)
+                .sum::<u64>();
+        (cx.phase)(&format!("vm boot {n} ({} cases)", batch.len()));
+        let t0 = Instant::now();
+        let mut q = spawn_qemu(&all).map_err(err)?;
+        let ended = wait(&mut q, Duration::from_secs(budget), Some(cx.stop));
+        drop(q);
+        let boot_seconds = t0.elapsed().as_secs_f64();
+        let _ = std::fs::remove_file(&initrd);
+        for i in 0..disks {
+            let _ = std::fs::remove_file(dir.join(format!("d{i}.img")));
+        }
+        match ended {
+            Ended::Stopped => return Err(TargetError::Interrupted),
+            Ended::TimedOut => {
+                return Err(err(format!(
+                    "the VM did not finish within {budget} s (killed). Guest console ({}):\n    {}",
+                    console.display(),
+                    tail(&console, 20)
+                )))
+            }
+            Ended::Exited(st, stderr) if !st.success() => {
+                return Err(err(format!(
+                    "qemu failed ({st}): {}\n  guest console ({}):\n    {}",
+                    stderr.trim(),
+                    console.display(),
+                    tail(&console, 20)
+                )))
+            }
+            Ended::Exited(..) => {}
+        }
+        let console_text = std::fs::read_to_string(&console).unwrap_or_default();
+        if console_text.contains("Kernel panic") {
+            return Err(err(format!(
+                "the guest kernel panicked. Console ({}):\n    {}",
+                console.display(),
+                tail(&console, 25)
+            )));
+        }
+        let rdir = dir.join("results");
+        std::fs::create_dir_all(&rdir).map_err(io)?;
+        let o = Command::new("tar")
+            .arg("-xf")
+            .arg(&results)
+            .arg("-C")
+            .arg(&rdir)
+            .output()
+            .map_err(|e| err(format!("cannot run tar: {e}")))?;
+        if !o.status.success() {
+            return Err(err(format!(
+                "the guest wrote no results ({}). Console ({}):\n    {}",
+                String::from_utf8_lossy(&o.stderr).trim(),
+                console.display(),
+                tail(&console, 20)
+            )));
+        }
+        let _ = std::fs::remove_file(&results);
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        for (c, r) in batch {
+            let d = rdir.join(guest::case_dir(c, *r));
+            let out = self.collect(&d, &console, boot_seconds, batch.len());
+            done.insert((c.id.0.clone(), *r), out);
+        }
+        Ok(())
+    }
+
+    fn collect(
+        &self,
+        d: &Path,
+        console: &Path,
+        boot_seconds: f64,
+        cases: usize,
+    ) -> Result<CaseOutput, String> {
+        if let Ok(e) = std::fs::read_to_string(d.join("error.txt")) {
+            // The console's last words, without the lines the error already quotes.
+            let text =
+                String::from_utf8_lossy(&std::fs::read(console).unwrap_or_default()).into_owned();
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !e.contains(l.trim()))
+                .collect();
+            return Err(format!(
+                "in the guest: {e}\n  guest console ({}):\n    {}",
+                console.display(),
+                lines[lines.len().saturating_sub(8)..].join("\n    ")
+            ));
+        }
+        let fio_json = std::fs::read(d.join("fio.json")).map_err(|e| {
+            format!(
+                "the guest returned no fio result ({e}). Console ({}):\n    {}",
+                console.display(),
+                tail(console, 20)
+            )
+        })?;
+        let mut env: serde_json::Value = std::fs::read(d.join("environment.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        let mut logs = Vec::new();
+        if let Ok(l) = std::fs::read(d.join("log-iops.log")) {
+            logs.push(("iops.log".to_string(), l));
+        }
+        let throttled = matches!(
+            self.model.as_ref().map(|m| &m.kind),
+            Some(DiskKind::Throttle(_))
+        );
+        if let Some(o) = env.as_object_mut() {
+            o.insert("target".into(), "vm".into());
+            o.insert(
+                "vm".into(),
+                serde_json::json!({
+                    "kernel": self.lab.kver,
+                    "lab": self.lab.info(),
+                    "qemu": self.qemu_version,
+                    "accel": self.accel,
+                    "accel_why": self.accel_why,
+                    "disk_model": self.model.as_ref().map(|m| m.name.clone()),
+                    "drive_options": Self::throttling(self.model.as_ref()),
+                    "member_capacity": self.capacity,
+                    "cpu_bound": !throttled,
+                    "note": if throttled { "members throttled by qemu: the figures are the throttle's" } else { "unthrottled emulated disks: figures are bound by the emulated CPU and vary run to run; only relative figures mean anything" },
+                    "boot_seconds": (boot_seconds * 10.0).round() / 10.0,
+                    "cases_in_boot": cases,
+                }),
+            );
+        }
+        Ok(CaseOutput {
+            fio_json,
+            logs,
+            environment: env,
+        })
+    }
+}
+
+impl Target for VmTarget {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    fn parallel(&self) -> usize {
+        1
+    }
+
+    fn prepare(&self, todo: &[(&Case, u32)]) {
+        *self.todo.lock().unwrap_or_else(|e| e.into_inner()) =
+            todo.iter().map(|(c, r)| ((*c).clone(), *r)).collect();
+    }
+
+    fn run_case(
+        &self,
+        case: &Case,
+        repetition: u32,
+        cx: &RunContext,
+    ) -> Result<CaseOutput, TargetError> {
+        let key = (case.id.0.clone(), repetition);
+        let cached = self
+            .done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        if let Some(r) = cached {
+            return r.map_err(err);
+        }
+        if case.array.engine != raidlab_core::Engine::Md {
+            return Err(err(format!(
+                "case {}: the VM lab runs md arrays only (its initramfs has no mkfs.btrfs): use engine = \"md\", or --target host / sim for btrfs",
+                case.id
+            )));
+        }
+        if self.cfg.disks.count < case.array.disks {
+            return Err(err(format!(
+                "case {} needs {} disks and the plan has {}",
+                case.id, case.array.disks, self.cfg.disks.count
+            )));
+        }
+        // This case and the ones after it, as many as one boot takes.
+        let batch: Vec<(Case, u32)> = {
+            let todo = self.todo.lock().unwrap_or_else(|e| e.into_inner());
+            let from = todo
+                .iter()
+                .position(|(c, r)| c.id == case.id && *r == repetition);
+            match from {
+                Some(i) => todo[i..]
+                    .iter()
+                    .take(CASES_PER_BOOT)
+                    .take_while(|(c, _)| {
+                        c.array.disks <= self.cfg.disks.count
+                            && c.array.engine == raidlab_core::Engine::Md
+                    })
+                    .cloned()
+                    .collect(),
+                None => vec![(case.clone(), repetition)],
+            }
+        };
+        self.boot(&batch, cx)?;
+        self.done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key)
+            .unwrap_or_else(|| Err("the boot returned no outcome for this case".into()))
+            .map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_presets_become_qemu_drive_options() {
+        let m = DiskModel::preset("throttle-75").unwrap();
+        assert!(VmTarget::throttling(Some(&m)).contains(",throttling.iops-total=75"));
+        let h = DiskModel::preset("hdd-7200").unwrap();
+        assert_eq!(VmTarget::throttling(Some(&h)), "");
+        assert_eq!(VmTarget::throttling(None), "");
+    }
+}
