@@ -13,7 +13,7 @@ pub use anomaly::{anomalies, Anomaly, Observation, Rule};
 pub use disk::PerDisk;
 pub use expect::{expect, Basis, Expectation};
 
-use raidlab_core::{Case, DiskModel, Figures, Level};
+use raidlab_core::{Case, DiskKind, DiskModel, Figures, Level};
 
 /// Cases share a baseline when they run the same workload on the same kind of disk: the
 /// key of a case's baseline (the `single` case it is held against).
@@ -29,7 +29,8 @@ pub fn baseline_key(case: &Case) -> String {
 ///
 /// Random workloads are scaled by [`expect::utilisation`]: fio's `iodepth × numjobs`
 /// I/Os, each occupying one member for a read or its write-phase members for a write,
-/// land on random members and leave some idle.
+/// land on random members and leave some idle — except on `throttle` members, whose
+/// token buckets bank idle time.
 pub fn expectation(
     case: &Case,
     model: Option<&DiskModel>,
@@ -62,6 +63,11 @@ pub fn expectation(
         (None, None) => return None,
     };
     if !w.rw.is_random() {
+        return Some(e);
+    }
+    // A token bucket banks the tokens of its idle time (up to its burst) and spends them
+    // when I/O comes: a throttled member loses nothing to idling, a mechanical one does.
+    if model.is_some_and(|m| matches!(m.kind, DiskKind::Throttle(_))) {
         return Some(e);
     }
     let rf = w.rw.read_fraction(w.rwmixread);
@@ -117,6 +123,17 @@ pub(crate) mod tests {
         let log =
             "1000, 2000000, 0, 4096, 0\n1000, 4000000, 1, 4096, 0\n2000, 5000000, 0, 4096, 0\n";
         assert_eq!(lat_ms_per_second(log), vec![3.0, 5.0]);
+    }
+
+    #[test]
+    fn throttled_members_lose_nothing_to_idling_mechanical_ones_do() {
+        let t = DiskModel::preset("throttle-75").unwrap();
+        let c = case(Level::Raid0, None, 4, Rw::RandWrite, 4096);
+        let e = expectation(&c, Some(&t), None).unwrap();
+        assert_eq!(e.utilisation, 1.0);
+        assert!((e.iops - 300.0).abs() < 1.0, "{}", e.iops);
+        let h = DiskModel::preset("hdd-7200").unwrap();
+        assert!(expectation(&c, Some(&h), None).unwrap().utilisation < 1.0);
     }
 
     #[test]
