@@ -30,40 +30,13 @@ pub type Bar = (String, f64, Option<(f64, f64)>);
 /// it and a spread (lowest, highest over repetitions) is drawn as a whisker.
 /// `class="chart"` and one `<rect class="bar" data-label=…>` per bar let tests count points.
 pub fn bar_chart(class: &str, title: &str, unit: &str, bars: &[Bar]) -> String {
-    let (w, h, left, bottom, top) = (640.0, 300.0, 64.0, 70.0, 36.0);
-    let plot_h = h - bottom - top;
     let max = nice_max(
         bars.iter()
             .map(|b| b.1.max(b.2.map_or(0.0, |s| s.1)))
             .fold(0.0, f64::max),
     );
-    let slot = (w - left - 16.0) / bars.len().max(1) as f64;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg class="{class}" viewBox="0 0 {w} {h}" role="img" aria-label="{t}"><title>{t}</title><text x="{x}" y="20" class="ct">{t}</text>"#,
-        t = esc(title),
-        x = w / 2.0
-    );
-    for i in 0..=4 {
-        let v = max * i as f64 / 4.0;
-        let y = top + plot_h - plot_h * i as f64 / 4.0;
-        let _ = write!(
-            s,
-            r#"<line x1="{left}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" class="grid"/><text x="{tx}" y="{ty:.1}" class="tick">{v}</text>"#,
-            x2 = w - 8.0,
-            tx = left - 6.0,
-            ty = y + 4.0,
-            v = short(v)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text x="14" y="{}" class="unit" transform="rotate(-90 14 {})">{}</text>"#,
-        top + plot_h / 2.0,
-        top + plot_h / 2.0,
-        esc(unit)
-    );
+    let (mut s, left, top, plot_w, plot_h) = frame(class, title, unit, max, 300.0);
+    let slot = plot_w / bars.len().max(1) as f64;
     for (i, (label, v, spread)) in bars.iter().enumerate() {
         let bw = (slot * 0.7).min(60.0);
         let x = left + slot * i as f64 + (slot - bw) / 2.0;
