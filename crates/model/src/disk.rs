@@ -150,7 +150,7 @@ fn throttle(p: &ThrottleParams, bs: f64, qd: f64) -> (f64, f64, f64, f64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use raidlab_core::{Bytes, DirectionFigures, Nanos, Rw};
 

@@ -191,9 +191,7 @@ pub(crate) mod tests {
             assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} != {b}: {}", format!($($msg)+));
         }};
     }
-    use raidlab_core::{
-        Bitmap, Bytes, DiskSet, Engine, Filesystem, Nanos, Resync, Workload, WriteCache,
-    };
+    use raidlab_core::{Bitmap, Bytes, DiskSet, Engine, Filesystem, Resync, WriteCache};
 
     pub(crate) fn spec(level: Level, layout: Option<Layout>, disks: u32) -> ArraySpec {
         ArraySpec {
@@ -211,19 +209,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn case(level: Level, layout: Option<Layout>, disks: u32, rw: Rw, bs: u64) -> Case {
-        let w = Workload {
-            rw,
-            bs: Bytes(bs),
-            iodepth: 4,
-            numjobs: 1,
-            size: Bytes::gib(10),
-            offset: Bytes(0),
-            runtime: Nanos::from_secs_f64(60.0),
-            ramp: Nanos(0),
-            rwmixread: 50,
-            ioengine: "libaio".into(),
-            direct: true,
-        };
+        let w = crate::disk::tests::workload(rw, bs, 4);
         let disks_set = DiskSet {
             count: disks,
             model: Some("hdd-7200-500g-2010".into()),
