@@ -390,10 +390,17 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
     }
     let mut libs = BTreeSet::new();
     let mut tools = serde_json::Map::new();
-    for t in TOOLS {
-        let p = which(t).ok_or_else(|| {
-            format!("{t} is not installed (Debian: mdadm, fio, xfsprogs, util-linux)")
-        })?;
+    let required = TOOLS.iter().map(|t| (*t, true));
+    for (t, needed) in required.chain(OPTIONAL_TOOLS.iter().map(|t| (*t, false))) {
+        let p = match which(t) {
+            Some(p) => p,
+            None if !needed => continue,
+            None => {
+                return Err(format!(
+                    "{t} is not installed (Debian: mdadm, fio, xfsprogs, util-linux)"
+                ))
+            }
+        };
         c.file(
             &format!("bin/{t}"),
             0o755,
@@ -402,18 +409,6 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
         .map_err(io)?;
         libs.extend(libraries(&p)?);
         tools.insert(t.to_string(), p.display().to_string().into());
-    }
-    for t in OPTIONAL_TOOLS {
-        if let Some(p) = which(t) {
-            c.file(
-                &format!("bin/{t}"),
-                0o755,
-                &std::fs::read(&p).map_err(|e| e.to_string())?,
-            )
-            .map_err(io)?;
-            libs.extend(libraries(&p)?);
-            tools.insert(t.to_string(), p.display().to_string().into());
-        }
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     libs.extend(libraries(&exe)?);
