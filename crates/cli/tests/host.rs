@@ -97,7 +97,9 @@ impl Lab {
         p
     }
 
-    fn raidlab(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    /// raidlab with this lab's state directory, no fault injection, and (for `run`)
+    /// no per-disk baseline unless the arguments ask for one.
+    fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab"));
         c.args(args);
         if args[0] == "run" && !args.contains(&"--baseline") {
@@ -105,10 +107,31 @@ impl Lab {
         }
         c.env("RAIDLAB_STATE_DIR", self.path().join("state"))
             .env_remove("RAIDLAB_FAULT_KILL_IN");
+        c
+    }
+
+    fn raidlab(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = self.command(args);
         for (k, v) in env {
             c.env(k, v);
         }
         c.output().unwrap()
+    }
+
+    /// `raidlab run PLAN --target host --quiet --out RESULTS EXTRA…`
+    fn run_host(&self, plan: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let out = self.out();
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "host",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.raidlab(&args, env)
     }
 
     fn out(&self) -> PathBuf {
@@ -206,20 +229,7 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
         "[[arrays]]\nengine = \"btrfs\"\nlevel = [\"raid0\", \"raid1\", \"raid10\", \"raid5\", \"raid6\"]\nwrite_cache = \"off\"\n[[arrays]]\nlevel = \"single\"\nfilesystem = [\"xfs\", \"ext4\"]\ndisks = 1\n[workloads]\nrw = [\"randwrite\", \"randread\"]\nsize = \"64m\"\nruntime = \"1s\"\niodepth = 4\n",
     );
     let before: Vec<String> = (0..6).map(|i| lab.cache(i)).collect();
-    let o = lab.raidlab(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            "host",
-            "--quiet",
-            "--baseline",
-            "1s",
-            "--out",
-            lab.out().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = lab.run_host(&plan, &["--baseline", "1s"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     // The per-disk baseline came first, one entry per member, with real figures.
     let b: serde_json::Value =
@@ -303,19 +313,7 @@ fn guards_refuse_mounted_formatted_and_btrfs_members_and_unnamed_devices() {
     let lab = Lab::new(5);
     let body = "[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\n[workloads]\nrw = \"randwrite\"\nsize = \"32m\"\nruntime = \"1s\"\n";
     let run = |extra: &[&str]| {
-        let plan = lab.path().join("plan.toml");
-        let mut args = vec![
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            "host",
-            "--quiet",
-            "--out",
-        ];
-        let out = lab.out();
-        args.push(out.to_str().unwrap());
-        args.extend_from_slice(extra);
-        let o = lab.raidlab(&args, &[]);
+        let o = lab.run_host(&lab.path().join("plan.toml"), extra, &[]);
         let _ = std::fs::remove_dir_all(lab.out());
         o
     };
@@ -416,20 +414,8 @@ fn kill_9_in_every_phase_then_cleanup_and_resume() {
         );
         let before = (lab.cache(0), lab.cache(1));
         let run = |resume: bool, env: &[(&str, &str)]| {
-            let mut args = vec![
-                "run",
-                plan.to_str().unwrap(),
-                "--target",
-                "host",
-                "--quiet",
-                "--out",
-            ];
-            let out = lab.out();
-            args.push(out.to_str().unwrap());
-            if resume {
-                args.push("--resume");
-            }
-            lab.raidlab(&args, env)
+            let extra: &[&str] = if resume { &["--resume"] } else { &[] };
+            lab.run_host(&plan, extra, env)
         };
         let o = run(false, &[("RAIDLAB_FAULT_KILL_IN", phase)]);
         use std::os::unix::process::ExitStatusExt;
@@ -477,19 +463,16 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
     );
     let before = (lab.cache(0), lab.cache(1));
     let out = lab.out();
-    let child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args([
+    let child = lab
+        .command(&[
             "run",
             plan.to_str().unwrap(),
             "--target",
             "host",
             "--quiet",
-            "--baseline",
-            "0",
             "--out",
             out.to_str().unwrap(),
         ])
-        .env("RAIDLAB_STATE_DIR", lab.path().join("state"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -533,19 +516,7 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
     assert_eq!(lab.signatures(0), "");
     assert_eq!((lab.cache(0), lab.cache(1)), before);
     assert_eq!(csv_rows(&lab).len(), 0, "an interrupted case is not stored");
-    let o = lab.raidlab(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            "host",
-            "--quiet",
-            "--resume",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let o = lab.run_host(&plan, &["--resume"], &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(csv_rows(&lab).len(), 1);
 }
