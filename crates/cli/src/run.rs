@@ -65,11 +65,6 @@ pub fn run(a: RunArgs) -> Result<()> {
         created_unix: unix_now(),
         raidlab_version: env!("CARGO_PKG_VERSION").into(),
     };
-    let mut store = if exists {
-        Store::open(&out)?
-    } else {
-        Store::create(&out, &meta)?
-    };
     let baseline_s = a
         .baseline
         .parse::<raidlab_core::Nanos>()
@@ -95,6 +90,13 @@ pub fn run(a: RunArgs) -> Result<()> {
         )?)
     } else {
         raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
+    };
+    // The store is made once the target is ready: a target that cannot start (no
+    // devices, no lab) leaves no empty results directory that would ask for --resume.
+    let mut store = if exists {
+        Store::open(&out)?
+    } else {
+        Store::create(&out, &meta)?
     };
     store.add_cases(plan.cases())?;
     let finished = store.finished()?;

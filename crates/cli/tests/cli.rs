@@ -523,3 +523,27 @@ fn arrays_are_held_against_the_plans_single_disk_baseline() {
     assert!(dev("raid10", "f2", "read").abs() < 0.05);
     assert!(dev("raid10", "n2", "randwrite").abs() < 0.1);
 }
+
+#[test]
+fn a_target_that_cannot_start_leaves_no_results_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    raidlab()
+        .args([
+            "run",
+            "examples/seed-2013.toml",
+            "--target",
+            "host",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "the host target needs real devices",
+        ));
+    assert!(
+        !out.join("raidlab.sqlite").exists(),
+        "a rerun would ask for --resume of a run that never started"
+    );
+}
