@@ -327,7 +327,18 @@ pub fn undo(u: &Undo) -> Result<(), String> {
 /// Undo everything a results directory's journal leaves open, newest first. Returns
 /// what was done, one line each.
 pub fn cleanup(out: &Path) -> Result<Vec<String>, String> {
+    if !out.is_dir() {
+        return Err(format!(
+            "{}: no such results directory (see `raidlab cleanup` without arguments for the registered ones)",
+            out.display()
+        ));
+    }
     let p = pending(out)?;
+    if p.is_clean() {
+        // Nothing to undo: write nothing, and forget a stale registration.
+        let _ = std::fs::remove_file(registry_entry(out));
+        return Ok(Vec::new());
+    }
     let mut done = Vec::new();
     let mut log = |s: String| done.push(s);
     for (pid, start) in &p.processes {
