@@ -141,11 +141,9 @@ fn busy(path: &str) -> bool {
 pub fn check(path: &str, planned: Option<&[String]>) -> Verdict {
     let mut problems = Vec::new();
     if let Some(list) = planned {
-        let same = |p: &String| {
-            p == path
-                || std::fs::canonicalize(p).ok().is_some()
-                    && std::fs::canonicalize(p).ok() == std::fs::canonicalize(path).ok()
-        };
+        let real = std::fs::canonicalize(path).ok();
+        let same =
+            |p: &String| p == path || real.is_some() && std::fs::canonicalize(p).ok() == real;
         if !list.iter().any(same) {
             problems.push(Problem::NotInPlan);
         }
@@ -171,7 +169,8 @@ pub fn check(path: &str, planned: Option<&[String]>) -> Verdict {
             problems.push(Problem::Mounted(at));
         }
     }
-    if names.iter().any(|n| devices::btrfs_members().contains(*n)) {
+    let in_btrfs = devices::btrfs_members();
+    if names.iter().any(|n| in_btrfs.contains(*n)) {
         problems.push(Problem::InMountedBtrfs);
     }
     if !dev.holders.is_empty() {
