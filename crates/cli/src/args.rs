@@ -115,6 +115,10 @@ pub enum LabCommand {
 
 #[derive(Debug, Args)]
 pub struct DisksArgs {
+    /// List the disk models (presets) the sim and vm targets know, with every parameter
+    /// `[disks.params]` and `--disk-param` can override, instead of this machine's disks.
+    #[arg(long, conflicts_with_all = ["plan", "destroy_data_on"])]
+    pub models: bool,
     /// Also say which devices a plan names (others are never touched).
     #[arg(long)]
     pub plan: Option<PathBuf>,
@@ -150,6 +154,10 @@ pub struct SimArgs {
     /// Override the model's capacity, e.g. 2t.
     #[arg(long)]
     pub disk_capacity: Option<String>,
+    /// Override one of the model's figures, e.g. queue_depth=1 or avg_seek=9ms
+    /// (repeatable; `raidlab disks --models` lists them)
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub disk_param: Vec<String>,
     /// Use only the first SPAN bytes of each disk, e.g. 30g.
     #[arg(long)]
     pub span: Option<String>,

@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 use raidlab_core::Plan;
 use raidlab_target::host::{devices, guard, journal};
 use std::collections::BTreeSet;
+use std::io::Write;
 
 fn size(b: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -19,6 +20,9 @@ fn size(b: u64) -> String {
 }
 
 pub fn disks(a: DisksArgs) -> Result<()> {
+    if a.models {
+        return Ok(models()?);
+    }
     let planned = match &a.plan {
         Some(p) => Some(Plan::load(p)?.disks.devices),
         None => None,
@@ -54,6 +58,20 @@ pub fn disks(a: DisksArgs) -> Result<()> {
             d.serial.as_deref().unwrap_or("-"),
             v.reason(&destroy)
         );
+    }
+    Ok(())
+}
+
+/// `raidlab disks --models`: each preset, what it stands for, and its parameters as a
+/// plan's `[disks.params]` would write them.
+fn models() -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for m in raidlab_core::disk::presets() {
+        writeln!(out, "{}\n  {}", m.name, m.source)?;
+        for (k, v) in m.params() {
+            writeln!(out, "  {k:<16} {v}")?;
+        }
+        writeln!(out)?;
     }
     Ok(())
 }

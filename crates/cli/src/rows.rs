@@ -39,7 +39,7 @@ fn disk_model(case: &Case, results: &[&StoredResult]) -> Option<DiskModel> {
     results
         .iter()
         .find_map(|r| serde_json::from_value(r.environment.get("disk_model")?.clone()).ok())
-        .or_else(|| DiskModel::preset(case.disks.model.as_deref()?))
+        .or_else(|| case.disks.resolved_model().ok().flatten())
 }
 
 /// The result's per-second IOPS from its `iops.log`, beside the raw JSON.

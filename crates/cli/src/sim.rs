@@ -23,6 +23,15 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if let Some(s) = &a.span {
         text += &format!("span = {}\n", quoted(s));
     }
+    if !a.disk_param.is_empty() {
+        text += "[disks.params]\n";
+        for p in &a.disk_param {
+            let Some((k, v)) = p.split_once('=') else {
+                bail!("--disk-param {p:?}: write NAME=VALUE, e.g. --disk-param queue_depth=1");
+            };
+            text += &format!("{} = {}\n", quoted(k.trim()), quoted(v.trim()));
+        }
+    }
     text += &format!(
         "[arrays]\nlevel = {}\nfilesystem = \"none\"\nwrite_cache = {}\n",
         quoted(&a.level),
@@ -56,12 +65,13 @@ pub fn sim(a: SimArgs) -> Result<()> {
     );
     // Errors name the plan field; the flag has the same name with dashes.
     let plan = Plan::parse(&text, Path::new("<command line>")).map_err(|e| {
-        anyhow!(
-            "{}: {} (from --{})",
-            e.field,
-            e.message,
+        let flag = if e.field.starts_with("disks.params") {
+            "disk-param".to_string()
+        } else {
             e.field.rsplit('.').next().unwrap_or("").replace('_', "-")
-        )
+        };
+        let value = e.value.map(|v| format!(" = {v}")).unwrap_or_default();
+        anyhow!("{}{value}: {} (from --{flag})", e.field, e.message)
     })?;
     let case = &plan.cases()[0];
     let out = raidlab_sim::simulate(case, a.seed)?;

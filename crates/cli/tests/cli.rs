@@ -208,6 +208,61 @@ fn sim_prints_one_csv_row() {
         .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
 }
 
+/// `--disk-param` overrides a preset's figure; the model the run used is in the fio JSON,
+/// and `disks --models` lists the names it takes.
+#[test]
+fn sim_disk_params_change_the_disk_and_are_listed() {
+    let fio_json = |extra: &[&str]| {
+        let out = raidlab()
+            .args([
+                "sim",
+                "--disks",
+                "1",
+                "--level",
+                "single",
+                "--iodepth",
+                "16",
+            ])
+            .args(["--runtime", "5s", "--format", "fio-json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
+        (iops, v)
+    };
+    let (ncq, _) = fio_json(&[]);
+    let (fifo, v) = fio_json(&["--disk-param", "queue_depth=1"]);
+    assert!(
+        ncq > fifo * 1.3,
+        "NCQ at QD16 ({ncq:.0} IOPS) should beat a disk without it ({fifo:.0})"
+    );
+    let recorded = v.to_string();
+    assert!(
+        recorded.contains("\"queue_depth\":1"),
+        "the overridden model is recorded: {recorded:.400}"
+    );
+    raidlab()
+        .args(["sim", "--disk-param", "seek_time=9ms"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "disks.params.seek_time = \"9ms\": hdd-7200 has no such parameter",
+        ))
+        .stderr(predicate::str::contains("avg_seek"));
+    let listed = raidlab().args(["disks", "--models"]).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    for name in ["hdd-7200-500g-2010", "nvme", "throttle-75"] {
+        assert!(listed.contains(name), "{name} listed");
+    }
+    assert!(listed.contains("queue_depth") && listed.contains("parallel_units"));
+}
+
 #[test]
 fn import_a_bench_fio_tree_keeps_fios_iops_to_the_last_digit() {
     if !require_fio() {

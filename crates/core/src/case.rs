@@ -6,6 +6,7 @@
 //! on every target, across releases (a canonical JSON encoding is hashed; adding a field
 //! to it changes ids and is a breaking change to note in the changelog).
 
+use crate::disk::{DiskModel, DiskParams};
 use crate::spec::ArraySpec;
 use crate::units::Bytes;
 use crate::workload::Workload;
@@ -26,9 +27,34 @@ pub struct DiskSet {
     pub span: Option<Bytes>,
     /// Real devices, for the host target.
     pub devices: Vec<String>,
+    /// Overrides of the model's figures (`[disks.params]`).
+    #[serde(default, skip_serializing_if = "DiskParams::is_empty")]
+    pub params: DiskParams,
 }
 
 impl DiskSet {
+    /// The disk model these disks stand for: the preset with the capacity and parameter
+    /// overrides applied. `Ok(None)` without a model (real devices only).
+    pub fn resolved_model(&self) -> Result<Option<DiskModel>, String> {
+        let Some(name) = self.model.as_deref() else {
+            return Ok(None);
+        };
+        let preset = DiskModel::preset(name).ok_or_else(|| {
+            format!(
+                "unknown disk model `{name}`; use one of: {}",
+                DiskModel::preset_names().join(", ")
+            )
+        })?;
+        let model = match self.capacity {
+            Some(c) => preset.with_capacity(c),
+            None => preset,
+        };
+        model
+            .with_params(&self.params)
+            .map(Some)
+            .map_err(|e| format!("disks.params.{e}"))
+    }
+
     /// The same disks, as used by an array of `n` members.
     pub fn without_count(&self, n: u32) -> DiskSet {
         DiskSet {
@@ -72,6 +98,8 @@ struct Identity<'a> {
     model: &'a Option<String>,
     capacity: &'a Option<Bytes>,
     span: &'a Option<Bytes>,
+    #[serde(skip_serializing_if = "DiskParams::is_empty")]
+    params: &'a DiskParams,
     array: &'a ArraySpec,
     workload: &'a Workload,
 }
@@ -92,6 +120,7 @@ impl Case {
             model: &disks.model,
             capacity: &disks.capacity,
             span: &disks.span,
+            params: &disks.params,
             array,
             workload,
         };

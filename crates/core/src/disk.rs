@@ -8,6 +8,20 @@
 
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Overrides of a preset's figures — `[disks.params]` in a plan, `--disk-param` on the
+/// command line: parameter name → value as written (`"9ms"`, `"1"`, `"64m"`, `"0.4"`).
+pub type DiskParams = BTreeMap<String, String>;
+
+/// A disk parameter override that does not apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} = {value:?}: {why}")]
+pub struct ParamError {
+    pub key: String,
+    pub value: String,
+    pub why: String,
+}
 
 /// A mechanical disk (Ruemmler & Wilkes model, as DiskSim implements it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +123,134 @@ impl DiskModel {
         self
     }
 
+    /// The model's parameters by name, with their values as a plan would write them.
+    pub fn params(&self) -> Vec<(String, String)> {
+        let value = serde_json::to_value(&self.kind).expect("plain data serialises");
+        let obj = value.as_object().expect("a model's kind is a struct");
+        obj.iter()
+            .filter(|(k, _)| k.as_str() != "kind")
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect()
+    }
+
+    /// This model with some of its figures replaced. A parameter must exist for the
+    /// model's kind and its value must parse as the preset's does (a duration such as
+    /// `9ms`, a size such as `64m`, a whole number, a number); the result must still be
+    /// a disk ([`DiskModel::check`]). Capacity has its own field (`disks.capacity`).
+    pub fn with_params(self, params: &DiskParams) -> Result<DiskModel, ParamError> {
+        if params.is_empty() {
+            return Ok(self);
+        }
+        let mut value = serde_json::to_value(&self.kind).expect("plain data serialises");
+        let names: Vec<String> = self
+            .params()
+            .into_iter()
+            .map(|(k, _)| k)
+            .filter(|k| k != "capacity")
+            .collect();
+        let mut kind = self.kind.clone();
+        for (key, raw) in params {
+            let err = |why: String| ParamError {
+                key: key.clone(),
+                value: raw.clone(),
+                why,
+            };
+            if key == "capacity" {
+                return Err(err(
+                    "set the capacity with disks.capacity (--disk-capacity)".into(),
+                ));
+            }
+            let obj = value.as_object_mut().expect("a model's kind is a struct");
+            let Some(old) = obj.get(key).cloned().filter(|_| key != "kind") else {
+                return Err(err(format!(
+                    "{} has no such parameter; its parameters are: {}",
+                    self.name,
+                    names.join(", ")
+                )));
+            };
+            obj.insert(key.clone(), param_json(raw));
+            kind = serde_json::from_value(value.clone()).map_err(|_| {
+                let like = match &old {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                err(format!("expects a value like {}'s {like}", self.name))
+            })?;
+        }
+        let model = DiskModel { kind, ..self };
+        model.check().map_err(|why| {
+            let (key, value) = params
+                .iter()
+                .find(|(k, _)| why.contains(k.as_str()))
+                .or_else(|| params.iter().next())
+                .expect("not empty");
+            ParamError {
+                key: key.clone(),
+                value: value.clone(),
+                why,
+            }
+        })?;
+        Ok(model)
+    }
+
+    /// Whether the figures describe a disk the simulator can run: positive rates and
+    /// counts, seek times in order, at least one queue slot.
+    pub fn check(&self) -> Result<(), String> {
+        let positive = |what: &str, ok: bool| {
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("{what} must be above zero"))
+            }
+        };
+        match &self.kind {
+            DiskKind::Hdd(p) => {
+                positive("rpm", p.rpm > 0)?;
+                positive("cylinders", p.cylinders > 0)?;
+                positive("zones", p.zones > 0)?;
+                positive("queue_depth", p.queue_depth > 0)?;
+                positive(
+                    "every transfer rate",
+                    p.outer_mb_s > 0.0 && p.inner_mb_s > 0.0 && p.interface_mb_s > 0.0,
+                )?;
+                if p.zones > p.cylinders {
+                    return Err(format!(
+                        "zones ({}) cannot outnumber cylinders ({})",
+                        p.zones, p.cylinders
+                    ));
+                }
+                if p.inner_mb_s > p.outer_mb_s {
+                    return Err(format!(
+                        "inner_mb_s ({}) is above outer_mb_s ({}): outer tracks are the fast ones",
+                        p.inner_mb_s, p.outer_mb_s
+                    ));
+                }
+                if !(p.track_to_track <= p.avg_seek && p.avg_seek <= p.full_stroke) {
+                    return Err(format!(
+                        "seek times must grow with distance: track_to_track {} ≤ avg_seek {} ≤ full_stroke {}",
+                        p.track_to_track, p.avg_seek, p.full_stroke
+                    ));
+                }
+                Ok(())
+            }
+            DiskKind::Ssd(p) => {
+                positive("parallel_units", p.parallel_units > 0)?;
+                positive("queue_depth", p.queue_depth > 0)?;
+                positive(
+                    "read_mb_s and write_mb_s",
+                    p.read_mb_s > 0.0 && p.write_mb_s > 0.0,
+                )
+            }
+            DiskKind::Throttle(p) => positive("queue_depth", p.queue_depth > 0),
+        }
+    }
+
     pub fn is_rotational(&self) -> bool {
         matches!(self.kind, DiskKind::Hdd(_))
     }
@@ -128,6 +270,18 @@ fn hdd(name: &str, source: &str, p: HddParams) -> DiskModel {
         name: name.into(),
         source: source.into(),
         kind: DiskKind::Hdd(p),
+    }
+}
+
+/// A parameter's text as JSON: numbers stay numbers, the rest (durations, sizes) strings.
+fn param_json(raw: &str) -> serde_json::Value {
+    let t = raw.trim();
+    if let Ok(n) = t.parse::<u64>() {
+        return n.into();
+    }
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() => x.into(),
+        _ => t.into(),
     }
 }
 
@@ -292,5 +446,63 @@ mod tests {
         ] {
             assert!(DiskModel::preset(n).is_some(), "{n}");
         }
+    }
+
+    #[test]
+    fn presets_pass_their_own_check() {
+        for m in presets() {
+            assert_eq!(m.check(), Ok(()), "{}", m.name);
+        }
+    }
+
+    fn set(pairs: &[(&str, &str)]) -> DiskParams {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn params_override_figures_by_type() {
+        let m = DiskModel::preset("hdd-7200-500g-2010").unwrap();
+        let m = m
+            .with_params(&set(&[
+                ("queue_depth", "1"),
+                ("avg_seek", "9ms"),
+                ("outer_mb_s", "130.5"),
+                ("cache", "8m"),
+            ]))
+            .unwrap();
+        let DiskKind::Hdd(p) = &m.kind else {
+            panic!("an hdd")
+        };
+        assert_eq!(p.queue_depth, 1);
+        assert_eq!(p.avg_seek, Nanos::from_millis(9));
+        assert_eq!(p.outer_mb_s, 130.5);
+        assert_eq!(p.cache, Bytes::mib(8));
+        assert_eq!(p.rpm, 7200, "the rest stays the preset's");
+    }
+
+    #[test]
+    fn bad_params_say_what_to_write() {
+        let m = || DiskModel::preset("hdd-7200").unwrap();
+        let e = m().with_params(&set(&[("seek", "9ms")])).unwrap_err();
+        assert!(
+            e.why.contains("avg_seek") && e.why.contains("queue_depth"),
+            "{e}"
+        );
+        let e = m().with_params(&set(&[("avg_seek", "fast")])).unwrap_err();
+        assert!(e.why.contains("like hdd-7200's 8200us"), "{e}");
+        let e = m().with_params(&set(&[("queue_depth", "0")])).unwrap_err();
+        assert!(e.why.contains("queue_depth must be above zero"), "{e}");
+        let e = m().with_params(&set(&[("avg_seek", "30ms")])).unwrap_err();
+        assert!(e.why.contains("full_stroke"), "{e}");
+        let e = m().with_params(&set(&[("capacity", "1t")])).unwrap_err();
+        assert!(e.why.contains("disks.capacity"), "{e}");
+        let e = m().with_params(&set(&[("kind", "ssd")])).unwrap_err();
+        assert!(e.why.contains("no such parameter"), "{e}");
+        let ssd = DiskModel::preset("nvme").unwrap();
+        let e = ssd.with_params(&set(&[("rpm", "7200")])).unwrap_err();
+        assert!(e.why.contains("parallel_units"), "{e}");
     }
 }

@@ -12,7 +12,7 @@
 //! The field-by-field reference is `docs/plan.md`.
 
 use crate::case::{Case, DiskSet};
-use crate::disk::DiskModel;
+use crate::disk::{DiskModel, DiskParams};
 use crate::spec::{ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache};
 use crate::units::{Bytes, Nanos};
 use crate::workload::{Rw, Workload};
@@ -429,7 +429,7 @@ impl<'a> Cx<'a> {
         self.known_keys(
             t,
             "disks",
-            &["count", "model", "capacity", "span", "devices"],
+            &["count", "model", "capacity", "span", "devices", "params"],
         )?;
         let devices: Vec<String> = self
             .many::<String>(t, "disks", "devices", "device path")?
@@ -498,13 +498,75 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        Ok(DiskSet {
+        let params = self.disk_params(t, model.as_deref())?;
+        let set = DiskSet {
             count,
             model,
             capacity: capacity.map(|c| c.0),
             span: span.map(|s| s.0),
             devices,
-        })
+            params,
+        };
+        if let Err(e) = set.resolved_model() {
+            let key = set
+                .params
+                .keys()
+                .find(|k| e.starts_with(&format!("disks.params.{k} ")))
+                .cloned();
+            let at = key.as_deref().and_then(|k| {
+                let params = t.get("params")?.as_table_like()?;
+                params.key(k).and_then(|key| key.span())
+            });
+            let field = key.map_or("disks.params".to_string(), |k| format!("disks.params.{k}"));
+            let message = e
+                .split_once(": ")
+                .map_or(e.as_str(), |(_, why)| why)
+                .to_string();
+            let value = key_value(&set.params, &field);
+            return Err(self.err(at, &field, value, message));
+        }
+        Ok(set)
+    }
+
+    /// `[disks.params]`: overrides of the model's figures, kept as written.
+    fn disk_params(&self, t: &Table, model: Option<&str>) -> Result<DiskParams, PlanError> {
+        let Some(item) = t.get("params") else {
+            return Ok(DiskParams::new());
+        };
+        let Some(table) = item.as_table_like() else {
+            return Err(self.err(
+                item.span(),
+                "disks.params",
+                None,
+                "use a table, e.g. [disks.params] queue_depth = 1",
+            ));
+        };
+        if model.is_none() && !table.is_empty() {
+            return Err(self.err(
+                item.span(),
+                "disks.params",
+                None,
+                "parameters override a disk model's figures; set disks.model too",
+            ));
+        }
+        let mut params = DiskParams::new();
+        for (k, v) in table.iter() {
+            let text = match v.as_value() {
+                Some(Value::String(s)) => s.value().clone(),
+                Some(Value::Integer(i)) => i.value().to_string(),
+                Some(Value::Float(f)) => f.value().to_string(),
+                _ => {
+                    return Err(self.err(
+                        v.span(),
+                        &format!("disks.params.{k}"),
+                        None,
+                        "use a number or a quoted value with its unit, e.g. \"9ms\" or \"64m\"",
+                    ))
+                }
+            };
+            params.insert(k.to_string(), text);
+        }
+        Ok(params)
     }
 
     /// The bytes of each member an array may use: the span, else the capacity; `None`
@@ -1008,6 +1070,12 @@ word_enum!(ResyncName, Resync, "use wait, assume-clean or during", {
     "wait" => Resync::Wait, "assume-clean" => Resync::AssumeClean, "during" => Resync::During,
 });
 
+/// The value of `disks.params.KEY`, quoted, for an error.
+fn key_value(params: &DiskParams, field: &str) -> Option<String> {
+    let key = field.strip_prefix("disks.params.")?;
+    params.get(key).map(|v| format!("{v:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1110,6 +1178,46 @@ repeat = 1
         );
         let set: BTreeSet<_> = ids_a.iter().collect();
         assert_eq!(set.len(), ids_a.len());
+    }
+
+    fn with_params(params: &str) -> String {
+        SEED_2013.replace("[arrays]", &format!("[disks.params]\n{params}\n[arrays]"))
+    }
+
+    #[test]
+    fn disk_params_override_the_model_and_change_case_ids() {
+        let plain = parse(SEED_2013).unwrap();
+        let tuned = parse(&with_params("queue_depth = 1\navg_seek = \"9ms\"")).unwrap();
+        let d = &tuned.cases()[0].disks;
+        assert_eq!(d.params.get("queue_depth").map(String::as_str), Some("1"));
+        assert_eq!(d.params.get("avg_seek").map(String::as_str), Some("9ms"));
+        let model = d.resolved_model().unwrap().unwrap();
+        let crate::disk::DiskKind::Hdd(h) = model.kind else {
+            panic!("an hdd preset")
+        };
+        assert_eq!((h.queue_depth, h.avg_seek), (1, Nanos::from_millis(9)));
+        for (a, b) in plain.cases().iter().zip(tuned.cases()) {
+            assert_ne!(a.id, b.id, "another disk is another experiment");
+        }
+    }
+
+    #[test]
+    fn bad_disk_params_name_field_line_and_value() {
+        let e = parse(&with_params("seek = \"9ms\"")).unwrap_err();
+        assert_eq!(e.field, "disks.params.seek");
+        assert_eq!(e.line, Some(7));
+        assert!(e.message.contains("avg_seek"), "{}", e.message);
+        let e = parse(&with_params("avg_seek = \"soon\"")).unwrap_err();
+        assert_eq!(e.field, "disks.params.avg_seek");
+        assert_eq!(e.value.as_deref(), Some("\"soon\""));
+        assert!(e.message.contains("8500us"), "{}", e.message);
+        let e = parse(&with_params("queue_depth = true")).unwrap_err();
+        assert_eq!(e.field, "disks.params.queue_depth");
+        let e =
+            parse(&with_params("queue_depth = 1").replace("model = \"hdd-7200-500g-2010\"\n", ""))
+                .unwrap_err();
+        assert_eq!(e.field, "disks.params");
+        assert!(e.message.contains("disks.model"), "{}", e.message);
     }
 
     #[test]

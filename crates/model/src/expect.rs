@@ -216,6 +216,7 @@ pub(crate) mod tests {
             capacity: None,
             span: None,
             devices: vec![],
+            params: Default::default(),
         };
         Case::new(spec(level, layout, disks), disks_set, w)
     }

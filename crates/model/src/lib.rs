@@ -19,7 +19,11 @@ use raidlab_core::{Case, DiskKind, DiskModel, Figures, Level};
 /// key of a case's baseline (the `single` case it is held against).
 pub fn baseline_key(case: &Case) -> String {
     let d = &case.disks;
-    serde_json::json!([d.model, d.capacity, d.span, case.workload]).to_string()
+    if d.params.is_empty() {
+        serde_json::json!([d.model, d.capacity, d.span, case.workload]).to_string()
+    } else {
+        serde_json::json!([d.model, d.capacity, d.span, d.params, case.workload]).to_string()
+    }
 }
 
 /// The expectation for a case: from `baseline` (the median figures of the `single` case

@@ -23,12 +23,8 @@ use raidlab_core::{Bytes, Case};
 pub enum SimError {
     #[error("case {case}: the sim target needs a disk model: add `model = \"…\"` to [disks] (one of: {known})")]
     NoModel { case: String, known: String },
-    #[error("case {case}: unknown disk model `{model}`; use one of: {known}")]
-    UnknownModel {
-        case: String,
-        model: String,
-        known: String,
-    },
+    #[error("case {case}: {why}")]
+    BadModel { case: String, why: String },
 }
 
 /// One simulated case: fio-format JSON plus an fio-style IOPS log.
@@ -46,26 +42,19 @@ pub struct SimOutput {
     pub model: DiskModel,
 }
 
-/// The disk model a case asks for, with the plan's capacity override applied.
+/// The disk model a case asks for, with the plan's capacity and parameter overrides.
 pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
-    let known = || DiskModel::preset_names().join(", ");
-    let name = case
-        .disks
-        .model
-        .as_deref()
-        .ok_or_else(|| SimError::NoModel {
+    match case.disks.resolved_model() {
+        Ok(Some(model)) => Ok(model),
+        Ok(None) => Err(SimError::NoModel {
             case: case.id.0.clone(),
-            known: known(),
-        })?;
-    let model = DiskModel::preset(name).ok_or_else(|| SimError::UnknownModel {
-        case: case.id.0.clone(),
-        model: name.into(),
-        known: known(),
-    })?;
-    Ok(match case.disks.capacity {
-        Some(c) => model.with_capacity(c),
-        None => model,
-    })
+            known: DiskModel::preset_names().join(", "),
+        }),
+        Err(why) => Err(SimError::BadModel {
+            case: case.id.0.clone(),
+            why,
+        }),
+    }
 }
 
 /// Simulate one case with a seed.

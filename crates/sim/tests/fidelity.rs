@@ -194,3 +194,25 @@ fn same_seed_same_bytes() {
         raidlab_sim::simulate(c, 8).unwrap().fio_json
     );
 }
+
+/// Without command queueing (`queue_depth = 1`: NCQ off, or a controller in IDE mode) a
+/// disk serves in arrival order, so a deeper host queue buys nothing.
+#[test]
+fn without_ncq_queue_depth_buys_nothing() {
+    let run_qd = |qd: u32| {
+        let text = format!(
+            "name = \"qd\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[disks.params]\nqueue_depth = 1\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\"\n"
+        );
+        let p = Plan::parse(&text, Path::new("qd.toml")).unwrap();
+        run(&p.cases()[0]).0
+    };
+    let (qd1, qd32) = (run_qd(1), run_qd(32));
+    assert!(
+        within(qd32, qd1, 0.10),
+        "without NCQ, QD32 {qd32:.1} IOPS should equal QD1 {qd1:.1}"
+    );
+    assert!(
+        single_disk(32) > qd32 * 1.5,
+        "NCQ on should beat NCQ off at QD32"
+    );
+}

@@ -250,15 +250,7 @@ impl VmTarget {
             .unwrap_or("")
             .to_string();
         let (accel, accel_why) = accel(&lab, false).map_err(err)?;
-        let model = match &cfg.disks.model {
-            Some(m) => Some(DiskModel::preset(m).ok_or_else(|| {
-                err(format!(
-                    "unknown disk model `{m}` (presets: {})",
-                    DiskModel::preset_names().join(", ")
-                ))
-            })?),
-            None => None,
-        };
+        let model = cfg.disks.resolved_model().map_err(err)?;
         let capacity = cfg.disks.capacity.map(|b| b.0).unwrap_or(DEFAULT_CAPACITY);
         Ok(VmTarget {
             cfg,
