@@ -176,6 +176,10 @@ pub struct SimArgs {
     /// md write-intent bitmap: none or internal.
     #[arg(long, default_value = "none")]
     pub bitmap: String,
+    /// raid5/6 stripe cache in 4 KiB stripe heads (md's stripe_cache_size, 17–32768)
+    /// [default: md's 256]
+    #[arg(long)]
+    pub stripe_cache: Option<u32>,
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
     #[arg(long, default_value = "wait")]
     pub resync: String,

@@ -44,6 +44,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if level.has_chunk() {
         text += &format!("chunk = {}\n", quoted(&a.chunk));
     }
+    if let Some(rows) = a.stripe_cache {
+        text += &format!("stripe_cache = {rows}\n");
+    }
     if a.bitmap != "none" {
         text += &format!("bitmap = {}\n", quoted(&a.bitmap));
     }

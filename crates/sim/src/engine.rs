@@ -804,16 +804,69 @@ impl Engine {
         self.stripe_index.get(&stripe).copied()
     }
 
-    /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head; when
-    /// the cache is exhausted, writers wait until a quarter of it is free again (md's
-    /// `R5_INACTIVE_BLOCKED` hysteresis).
+    /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head, taken
+    /// one at a time as md's `raid5_make_request` does: when the cache runs out part way,
+    /// the rows that fit go in and the rest of the write waits, first in line, until a
+    /// quarter of the cache is free again (md's `R5_INACTIVE_BLOCKED` hysteresis). Later
+    /// writes queue behind it.
     fn stripe_write(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
+        self.stripe_write_at(host, stripe, s, e, false);
+    }
+
+    /// [`Engine::stripe_write`]; `resumed` for the head of the blocked queue, which goes
+    /// back to the front if it still does not fit.
+    fn stripe_write_at(&mut self, host: u32, stripe: u64, s: u64, e: u64, resumed: bool) {
         let rows_needed = self.new_rows(stripe, s, e);
         if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
+            let free = self.cache_rows.saturating_sub(self.rows_in_use);
+            let cut = if self.cache_blocked || free == 0 {
+                s
+            } else {
+                self.fitting_end(stripe, s, e, free)
+            };
             self.cache_blocked = true;
-            self.blocked.push_back((host, stripe, s, e));
+            if cut == s {
+                if resumed {
+                    self.blocked.push_front((host, stripe, s, e));
+                } else {
+                    self.blocked.push_back((host, stripe, s, e));
+                }
+                return;
+            }
+            // The write now has one more piece on this stripe to wait for.
+            self.hosts.get(host).remaining += 1;
+            self.blocked.push_front((host, stripe, cut, e));
+            self.admit(host, stripe, s, cut);
             return;
         }
+        self.admit(host, stripe, s, e);
+    }
+
+    /// The furthest row boundary `m` in `(s, e]` such that `[s, m)` needs at most `free`
+    /// new stripe heads; `s` when not even the first row fits.
+    fn fitting_end(&mut self, stripe: u64, s: u64, e: u64, free: u64) -> u64 {
+        let first = s / ROW;
+        let end_of = |k: u64| ((first + k) * ROW).min(e);
+        // Row boundaries after s: k = 1 ..= rows; k = 0 is s itself (nothing fits).
+        let (mut lo, mut hi) = (0, e.div_ceil(ROW) - first);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if self.new_rows(stripe, s, end_of(mid)) <= free {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo == 0 {
+            s
+        } else {
+            end_of(lo)
+        }
+    }
+
+    /// Take the stripe heads `[s, e)` needs and add the write to the stripe's open set.
+    fn admit(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
+        let rows_needed = self.new_rows(stripe, s, e);
         self.rows_in_use += rows_needed;
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
@@ -1002,13 +1055,11 @@ impl Engine {
         self.activate_delayed();
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
             self.cache_blocked = false;
-            while let Some(&(host, st, s, e)) = self.blocked.front() {
-                if self.rows_in_use + self.new_rows(st, s, e) > self.cache_rows {
-                    self.cache_blocked = true;
+            while !self.cache_blocked {
+                let Some((host, st, s, e)) = self.blocked.pop_front() else {
                     break;
-                }
-                self.blocked.pop_front();
-                self.stripe_write(host, st, s, e);
+                };
+                self.stripe_write_at(host, st, s, e, true);
             }
         }
     }

@@ -1,4 +1,5 @@
-//! md features beyond the data path: the write-intent bitmap and the initial resync.
+//! md features beyond the data path: the write-intent bitmap, the initial resync and the
+//! raid5/6 stripe cache's size.
 //! Each test compares the same case with and without the feature, so it fails if the
 //! feature costs nothing (or, for sequential writes with a bitmap, far too much).
 
@@ -161,5 +162,25 @@ fn per_second_logs_agree_with_the_summary() {
         (weighted / w.lat_mean_ns - 1.0).abs() < 0.01,
         "per-second {weighted} ns vs summary {} ns",
         w.lat_mean_ns
+    );
+}
+
+/// md takes a stripe head per 4 KiB row, one at a time: a cache smaller than a chunk row
+/// (128 heads at 512 KiB chunks) still makes progress, by writing partial rows with
+/// pre-reads — slowly, as md does with a small `stripe_cache_size`.
+#[test]
+fn a_stripe_cache_smaller_than_a_row_is_slow_but_moves() {
+    let mb_s = |rows: u32| {
+        let arrays = format!("level = \"raid5\"\nstripe_cache = {rows}");
+        writes(&case(4, &arrays, SEQUENTIAL)).1
+    };
+    let (tiny, small, default) = (mb_s(17), mb_s(64), mb_s(256));
+    assert!(
+        tiny > 1.0,
+        "stripe_cache 17: {tiny:.1} MB/s, md still writes"
+    );
+    assert!(
+        tiny < small && small < default * 0.5,
+        "sequential writes by cache size: 17 → {tiny:.1}, 64 → {small:.1}, 256 → {default:.1} MB/s"
     );
 }
