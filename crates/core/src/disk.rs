@@ -291,8 +291,10 @@ pub fn presets() -> Vec<DiskModel> {
     vec![
         hdd(
             "hdd-7200-500g-2010",
-            "500 GB 7200 RPM SATA desktop disk of 2010 (Hitachi Deskstar 7K1000.C class): \
-             8.5 ms average read seek, 1 ms track-to-track, 18 ms full stroke (datasheet); \
+            "500 GB 7200 RPM SATA desktop disk of 2010: 8.5 ms average read seek (the usual \
+             desktop figure of the time, e.g. Hitachi Deskstar 7K1000.C two-platter models; the \
+             one-platter 500 GB 7K1000.C is specified at 14.0 ms read / 15.0 ms write: \
+             avg_seek=14ms, write_settle=1ms), 1 ms track-to-track, 18 ms full stroke; \
              ~125 → 65 MB/s outer → inner; 0.5 ms command overhead; SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
             HddParams {
                 capacity: Bytes(500_000_000_000),
