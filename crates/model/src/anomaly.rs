@@ -7,7 +7,7 @@
 //! `docs/design.md`.
 
 use crate::expect::{Basis, Expectation};
-use raidlab_core::{stats, Bitmap, Case, Figures, Level, WriteCache};
+use raidlab_core::{stats, Bitmap, Case, DiskKind, Figures, Level, WriteCache};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -270,7 +270,9 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
 }
 
 /// CV of the per-second IOPS above 0.25, or p99 / median completion latency above 10
-/// (at most 8 outstanding I/Os per member).
+/// (at most 8 outstanding I/Os per member, and not on throttled disks: qemu's leaky
+/// bucket lets a burst through at once and holds the rest, so their latency is bimodal
+/// by design).
 fn erratic(o: &Observation) -> Option<Anomaly> {
     let mut why = Vec::new();
     if o.iops_per_second.len() >= ERRATIC_MIN_SAMPLES {
@@ -289,7 +291,11 @@ fn erratic(o: &Observation) -> Option<Anomaly> {
         c.array.disks.max(1)
     };
     let per_member = (c.workload.iodepth * c.workload.numjobs) as f64 / members as f64;
-    let tail_judged = per_member <= ERRATIC_TAIL_MAX_QD;
+    let throttled = matches!(
+        c.disks.resolved_model(),
+        Ok(Some(m)) if matches!(m.kind, DiskKind::Throttle(_))
+    );
+    let tail_judged = per_member <= ERRATIC_TAIL_MAX_QD && !throttled;
     for (name, d) in [("read", &o.figures.read), ("write", &o.figures.write)] {
         if !tail_judged {
             break;
@@ -529,6 +535,17 @@ mod tests {
         let mut deep = c.clone();
         deep.workload.iodepth = 32; // 16 per member: a sorted queue's tail is expected
         assert!(rules(&deep, &tail, json!({}), &STEADY, None).is_empty());
+        let mut throttled = c.clone();
+        throttled.disks.model = Some("throttle-75".into());
+        assert!(
+            rules(&throttled, &tail, json!({}), &STEADY, None).is_empty(),
+            "a token bucket's bimodal latency is not erratic"
+        );
+        assert_eq!(
+            rules(&throttled, &f, json!({}), &jumpy, None),
+            [Rule::Erratic],
+            "jumpy IOPS still are"
+        );
     }
 
     #[test]
