@@ -303,6 +303,12 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
         "# dry run of plan `{}` on target {target_name}: nothing below is executed",
         plan.name
     );
+    let _ = writeln!(
+        s,
+        "# wcache_set DEV 0|1: hdparm -W (ATA), sdparm WCE (SCSI/SAS) or the kernel's flag in\n\
+         # /sys/block/X/queue/write_cache, whichever the device answers to (`plan --script`\n\
+         # defines it as a bash function)"
+    );
     if target_name == "host" {
         let destroy = a.destroy_data_on.iter().cloned().collect();
         for d in &plan.disks.devices {

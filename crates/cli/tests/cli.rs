@@ -70,7 +70,7 @@ fn plan_script_is_valid_bash_with_every_step() {
     assert_eq!(script.matches("mdadm --create").count(), 4);
     assert_eq!(script.matches("fio --output-format=json").count(), 8);
     for needle in [
-        "hdparm -W 0",
+        "wcache_set \"${DISK[0]}\" 0",
         "mkfs.xfs -f -K -d su=512k,sw=6",
         "mount /dev/md/raidlab",
         "fio --output-format=json",

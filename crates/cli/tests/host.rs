@@ -520,3 +520,41 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(csv_rows(&lab).len(), 1);
 }
+
+/// `plan --script` drives write caches with the tool each device answers to; on a loop
+/// device that is the kernel's flag, read and set and put back by the script's functions.
+#[test]
+fn plan_script_cache_functions_read_set_and_restore_a_loop_device() {
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::new(1);
+    let plan = lab.plan(1, "[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"randread\"\nsize = \"64m\"\nruntime = \"1s\"\n");
+    let script = text(&lab.raidlab(&["plan", plan.to_str().unwrap(), "--script"], &[]));
+    let start = script.find("# Write caches:").expect("cache functions");
+    let end = script
+        .find("# Each disk's write-cache setting")
+        .expect("cache loop");
+    let functions = &script[start..end];
+    let dev = &lab.devs[0];
+    let before = lab.cache(0);
+    let was = u8::from(before == "write back");
+    let bash = |cmd: String| Command::new("bash").args(["-c", &cmd]).output().unwrap();
+    let o = bash(format!(
+        "set -eu\n{functions}\necho \"how=$(wcache_how {dev})\"\necho \"get=$(wcache_get {dev})\"\n\
+         wcache_set {dev} {flip}\necho \"flipped=$(wcache_get {dev})\"\n\
+         wcache_set {dev} {was}\necho \"back=$(wcache_get {dev})\"",
+        flip = 1 - was
+    ));
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    let name = dev.trim_start_matches("/dev/");
+    assert!(
+        out.contains(&format!("how=sysfs /sys/block/{name}/queue/write_cache")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("get={was}")), "{out}");
+    assert!(out.contains(&format!("flipped={}", 1 - was)), "{out}");
+    assert!(out.contains(&format!("back={was}")), "{out}");
+    assert_eq!(lab.cache(0), before, "the cache is as it was");
+}

@@ -54,6 +54,35 @@ impl Phase {
     }
 }
 
+/// Bash functions for member write caches, as the host target drives them
+/// (`host/cache.rs`): ATA disks answer to `hdparm -W`, SCSI/SAS to `sdparm WCE`, anything
+/// else (loop, virtio, NVMe) only has the kernel's flag in `/sys/block/X/queue/write_cache`.
+/// `wcache_get DEV` prints 1 or 0; `wcache_set DEV 1|0`.
+pub const CACHE_FUNCTIONS: &str = r#"# Write caches: hdparm for ATA disks, sdparm for SCSI/SAS, else the kernel's flag.
+wcache_how() {
+  local n; n=$(basename "$(readlink -f "$1")")
+  if [[ $n == sd* ]] && hdparm -W "$1" 2>/dev/null | grep -q write-caching; then echo hdparm
+  elif [[ $n == sd* ]] && sdparm --get WCE "$1" 2>/dev/null | grep -q '^WCE'; then echo sdparm
+  else echo "sysfs /sys/block/$n/queue/write_cache"; fi
+}
+wcache_get() {
+  local how; how=$(wcache_how "$1")
+  case $how in
+    hdparm) hdparm -W "$1" | awk '/write-caching/ {print ($3 == 1)}' ;;
+    sdparm) sdparm --get WCE "$1" | awk '$1 == "WCE" {print ($2 == 1)}' ;;
+    *) [[ $(cat "${how#sysfs }") == "write back" ]] && echo 1 || echo 0 ;;
+  esac
+}
+wcache_set() {
+  local how; how=$(wcache_how "$1")
+  case $how in
+    hdparm) hdparm -W "$2" "$1" >/dev/null ;;
+    sdparm) sdparm --set WCE="$2" "$1" >/dev/null ;;
+    *) if [[ $2 == 1 ]]; then echo "write back"; else echo "write through"; fi > "${how#sysfs }" ;;
+  esac
+}
+"#;
+
 /// What one step does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -116,11 +145,11 @@ impl Step {
                 }
             }
             Action::SetCache { device, on, .. } => {
-                format!("hdparm -W {} {}", u8::from(*on), shell_word(device))
+                format!("wcache_set {} {}", shell_word(device), u8::from(*on))
             }
             Action::RestoreCache { member, device } => {
                 format!(
-                    "hdparm -W \"${{CACHE[{member}]}}\" {}  # restore",
+                    "wcache_set {} \"${{CACHE[{member}]}}\"  # restore",
                     shell_word(device)
                 )
             }
@@ -573,11 +602,15 @@ pub fn plan_script(plan: &Plan) -> String {
     } else {
         let _ = writeln!(s, "DISK=({})", plan.disks.devices.join(" "));
     }
+    s.push_str(CACHE_FUNCTIONS);
     let _ = writeln!(
         s,
         "# Each disk's write-cache setting now, to restore afterwards."
     );
-    let _ = writeln!(s, "CACHE=()\nfor d in \"${{DISK[@]}}\"; do CACHE+=(\"$(hdparm -W \"$d\" | awk '/write-caching/ {{print ($3 == 1)}}')\"); done\n");
+    let _ = writeln!(
+        s,
+        "CACHE=()\nfor d in \"${{DISK[@]}}\"; do CACHE+=(\"$(wcache_get \"$d\")\"); done\n"
+    );
     let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
         .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
         .collect();
@@ -656,10 +689,11 @@ mod tests {
     fn script_restores_caches_and_tears_down() {
         let p = plan("[arrays]\nlevel = \"raid5\"\nwrite_cache = \"off\"\nfilesystem = \"ext4\"");
         let s = plan_script(&p);
-        assert!(s.contains("hdparm -W 0 \"${DISK[0]}\""));
+        assert!(s.contains("wcache_set \"${DISK[0]}\" 0"));
+        assert!(s.contains(CACHE_FUNCTIONS));
         assert!(s.contains("mkfs.ext4 -F -q -E stride=128,stripe_width=640"));
         assert!(s.contains("mdadm --zero-superblock"));
-        assert!(s.contains("hdparm -W \"${CACHE[5]}\" \"${DISK[5]}\"  # restore"));
+        assert!(s.contains("wcache_set \"${DISK[5]}\" \"${CACHE[5]}\"  # restore"));
         assert!(s.find("umount").unwrap() < s.find("mdadm --stop").unwrap());
     }
 

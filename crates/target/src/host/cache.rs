@@ -67,6 +67,19 @@ pub fn get(path: &str, name: &str) -> Result<(bool, Method), String> {
     Ok((text.trim() == "write back", Method::Sysfs))
 }
 
+/// The command line that does what [`set`] does, for the record.
+pub fn command(path: &str, name: &str, method: Method, on: bool) -> String {
+    match method {
+        Method::Hdparm => format!("hdparm -W{} {path}", u8::from(on)),
+        Method::Sdparm => format!("sdparm --set WCE={} {path}", u8::from(on)),
+        Method::Sysfs => format!(
+            "echo '{}' > {}",
+            if on { "write back" } else { "write through" },
+            sysfs(name)
+        ),
+    }
+}
+
 /// Turn the cache on or off with `method`.
 pub fn set(path: &str, name: &str, method: Method, on: bool) -> Result<(), String> {
     let ok = match method {

@@ -239,6 +239,9 @@ impl HostTarget {
             r.opened.push(u.clone());
         }
         let started = Instant::now();
+        // What the record says was run: the step's own line, or the cache tool the
+        // device answered to.
+        let mut shown = s.shell();
         match &s.action {
             Action::Run { argv, may_fail } => {
                 let log = r.work.join(format!("step-{:02}.log", r.step_no));
@@ -280,6 +283,7 @@ impl HostTarget {
                 let dev = &r.members[*member];
                 let name = devices::kernel_name(dev)?;
                 let (was, method) = cache::get(dev, &name)?;
+                shown = cache::command(dev, &name, method, *on);
                 r.cache_was[*member] = Some(was);
                 let u = Undo::RestoreCache {
                     device: dev.clone(),
@@ -302,6 +306,9 @@ impl HostTarget {
                         device: dev.clone(),
                         was,
                     };
+                    let name = devices::kernel_name(dev)?;
+                    let (_, method) = cache::get(dev, &name)?;
+                    shown = cache::command(dev, &name, method, was);
                     journal::undo(&u)?;
                     self.journal().close_entry(&u)?;
                     if let Some(i) = r.opened.iter().rposition(|o| *o == u) {
@@ -326,7 +333,7 @@ impl HostTarget {
         }
         r.commands.push(serde_json::json!({
             "phase": s.phase.name(),
-            "command": s.shell(),
+            "command": shown,
             "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         }));
         if let Some(u) = &s.closes {
