@@ -123,6 +123,7 @@ pub fn import(a: ImportArgs) -> Result<()> {
         raidlab_version: env!("CARGO_PKG_VERSION").into(),
     };
     let mut store = Store::open_or_create(&out, &meta)?;
+    store.lock()?;
     let (mut ok, mut bad) = (0usize, Vec::new());
     // Batches: one file-system sync and one transaction per thousand files.
     for chunk in files.chunks(1000) {

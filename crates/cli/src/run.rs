@@ -98,6 +98,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     } else {
         Store::create(&out, &meta)?
     };
+    store.lock()?;
     store.add_cases(plan.cases())?;
     let finished = store.finished()?;
     let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)

@@ -151,6 +151,16 @@ fn run_stores_every_case_and_resume_runs_none_twice() {
             "16 result(s) already stored, 0 to run",
         ));
     assert_eq!(csv(&out), rows, "resume changed nothing");
+
+    // While another writer holds the directory, a resume is refused, not interleaved.
+    let held = std::fs::File::create(out.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    raidlab()
+        .args(["run", "examples/quick.toml", "--out", out_s, "--resume"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("being written by another raidlab"));
+    drop(held);
 }
 
 #[test]

@@ -14,6 +14,9 @@ pub enum StoreError {
     #[error("{0} already holds a raidlab store and nothing is ever overwritten: add `--resume` to continue it, or choose another directory")]
     Exists(PathBuf),
 
+    #[error("{0} is being written by another raidlab (a run or an import): wait for it to finish, or choose another directory")]
+    Busy(PathBuf),
+
     #[error("{path} was written by a newer raidlab (schema {found}, this build knows up to {known}): upgrade raidlab to read it")]
     Newer {
         path: PathBuf,

@@ -89,7 +89,12 @@ pub struct CaseRow {
 pub struct Store {
     dir: PathBuf,
     conn: Connection,
+    /// Held while this store is the directory's writer ([`Store::lock`]).
+    lock: Option<std::fs::File>,
 }
+
+/// The file a writer holds an exclusive lock on.
+pub const LOCK_FILE: &str = ".lock";
 
 impl Store {
     /// Create a new store in `dir` (made if missing). Refuses a directory that already
@@ -125,6 +130,31 @@ impl Store {
         Store::open(dir)
     }
 
+    /// Become the directory's only writer: an exclusive advisory lock on `DIR/.lock`, held
+    /// until the store is dropped (the kernel releases it if the process dies). A second
+    /// `run --resume` or `import` into the same directory gets [`StoreError::Busy`];
+    /// readers (`report`, `compare`) do not lock.
+    pub fn lock(&mut self) -> Result<()> {
+        if self.lock.is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join(LOCK_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {
+                self.lock = Some(file);
+                Ok(())
+            }
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::Busy(self.dir.clone())),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(&path)(e)),
+        }
+    }
+
     /// Open an existing store (for resume, report, import into it), migrating its schema
     /// if it is older than this build's.
     pub fn open(dir: &Path) -> Result<Store> {
@@ -154,6 +184,7 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
             conn,
+            lock: None,
         })
     }
 

@@ -327,3 +327,20 @@ fn an_interrupted_creation_is_reported_not_misread() {
         Err(StoreError::Exists(_))
     ));
 }
+
+/// One writer per directory: a second `lock` is refused while the first store lives, and
+/// granted once it is gone (the lock dies with its holder).
+#[test]
+fn one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Store::create(dir.path(), &meta()).unwrap();
+    first.lock().unwrap();
+    first.lock().unwrap(); // already ours
+    let mut second = Store::open(dir.path()).unwrap();
+    let e = second.lock().unwrap_err();
+    assert!(matches!(e, StoreError::Busy(_)), "{e}");
+    assert!(e.to_string().contains("being written by another raidlab"));
+    assert_eq!(second.results().unwrap().len(), 0, "readers need no lock");
+    drop(first);
+    second.lock().unwrap();
+}
