@@ -201,8 +201,6 @@ pub struct Engine {
     bitmap_waiting: Vec<(u64, u32, u64, u64)>,
     /// md's initial resync, when it runs during the workload.
     resync: Option<Resync>,
-    /// Host I/Os issued so far (the resync's idleness check).
-    host_ios_issued: u64,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -298,7 +296,6 @@ impl Engine {
             bitmap,
             bitmap_waiting: Vec::new(),
             resync,
-            host_ios_issued: 0,
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),
@@ -430,7 +427,6 @@ impl Engine {
             remaining: 0,
         });
         self.array_ios[write as usize] += 1;
-        self.host_ios_issued += 1;
         if write && self.bitmap.is_some() {
             self.bitmap_write(host, offset, self.bs);
             return;
@@ -442,12 +438,11 @@ impl Engine {
 
     /// After a step: md's speed check decides between the next step now and a sleep.
     fn resync_next(&mut self) {
-        let issued = self.host_ios_issued;
         let r = self.resync.as_mut().expect("resync");
         if r.finished() {
             return;
         }
-        if r.should_wait(self.now, issued) {
+        if r.should_wait(self.now) {
             self.schedule(self.now + resync::BACKOFF, Ev::ResyncStep);
         } else {
             self.resync_step();

@@ -86,6 +86,8 @@ fn member_ios(c: &Case) -> (f64, u64, u64, u64) {
     )
 }
 
+/// Since Linux 4.1 a resync under load does not fall back to `speed_limit_min`: it runs
+/// one window at a time, continuously, and the workload pays for every window's seeks.
 #[test]
 fn resync_during_the_workload_costs_random_write_iops() {
     for level in ["raid5", "raid6", "raid10"] {
@@ -93,34 +95,34 @@ fn resync_during_the_workload_costs_random_write_iops() {
         let clean = member_ios(&case(6, &arrays("assume-clean"), RANDOM_FILE)).0;
         let during = member_ios(&case(6, &arrays("during"), RANDOM_FILE)).0;
         assert!(
-            during < clean,
+            during < clean * 0.9,
             "{level}: randwrite {during:.1} IOPS during resync, {clean:.1} without"
         );
     }
 }
 
-/// Under load md holds the resync near `speed_limit_min` (1000 KiB/s of member progress):
-/// on a 6-disk raid5 (recovery: 5 members read, 1 written per 128 KiB step) that is about
-/// 60 s × 1000 KiB/s / 128 KiB ≈ 470 steps, not the thousands an unthrottled resync does.
-/// Host writes cost 2 reads + 2 writes each (md-exact); the rest is the resync's.
+/// Under load md waits for its own requests between 128 KiB windows and goes on (Linux
+/// ≥ 4.1), so over 60 s a 6-disk raid5's recovery (5 members read, 1 written per window)
+/// gets well past the ≈ 470 windows that `speed_limit_min` (1000 KiB/s) allows — the
+/// pre-4.1 kernels' pace. Host writes cost 2 reads + 2 writes each (md-exact); the rest
+/// is the resync's.
 #[test]
-fn resync_under_load_runs_near_speed_limit_min() {
+fn resync_under_load_keeps_going_past_speed_limit_min() {
     let (_, reads, writes, host) = member_ios(&case(
         6,
         "level = \"raid5\"\nresync = \"during\"",
         RANDOM_FILE,
     ));
-    let steps = 60.0 * 1000.0 / 128.0;
+    let at_min = 60.0 * 1000.0 / 128.0;
     let resync_reads = reads as f64 - 2.0 * host as f64;
-    let resync_writes = writes as f64 - 2.0 * host as f64;
+    let windows = writes as f64 - 2.0 * host as f64;
     assert!(
-        (0.7 * 5.0 * steps..=1.5 * 5.0 * steps).contains(&resync_reads),
-        "resync made {resync_reads} member reads, expected ≈ {:.0}",
-        5.0 * steps
+        windows > 3.0 * at_min,
+        "resync wrote {windows} windows in 60 s; at speed_limit_min it would be ≈ {at_min:.0}"
     );
     assert!(
-        (0.7 * steps..=1.5 * steps).contains(&resync_writes),
-        "resync made {resync_writes} member writes, expected ≈ {steps:.0}"
+        (resync_reads / windows - 5.0).abs() < 0.5,
+        "recovery reads five members per window: {resync_reads} reads for {windows} windows"
     );
 }
 
