@@ -340,6 +340,36 @@ fn md_all_levels_throttled_in_one_boot() {
     cross_validate(&v, &s);
 }
 
+/// raid10 created and tested at once: the real kernel resyncs under the workload (since
+/// Linux 4.1 it does not back off to `speed_limit_min`), the workload pays for it, and
+/// the simulator's resync model predicts what it pays.
+#[test]
+fn md_raid10_during_its_initial_resync() {
+    if !can_run() {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nlevel = \"raid10\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"during\"\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"10s\"\n"
+    );
+    let (v, s) = run_both("vm-raid10-resync", &body, 2);
+    for ((_, _, rw, vm), (_, _, _, sim)) in v.iter().zip(&s) {
+        // Clean, four 75-IOPS members give 300 reads or 150 mirrored writes.
+        let clean = if rw == "randread" { 300.0 } else { 150.0 };
+        assert!(
+            *vm < clean * 0.9,
+            "vm raid10 {rw} during resync: {vm:.1} IOPS, clean ≈ {clean}: the resync cost nothing"
+        );
+        within(
+            &format!("sim predicting vm, raid10 {rw} during resync"),
+            *sim,
+            *vm,
+            0.2,
+        );
+    }
+}
+
 /// A failure inside the guest (here mkfs.xfs refusing an array under 300 MB) comes back as
 /// an error naming the command, with mkfs's own words and the guest console's tail.
 #[test]
