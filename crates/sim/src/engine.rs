@@ -624,13 +624,29 @@ impl Engine {
                 self.copies = copies;
             }
             Level::Raid5 | Level::Raid6 => {
+                // A raid5 recovering its last member has not rebuilt it past the resync
+                // point yet: md reads those blocks back from every other member.
+                let missing = match (&self.resync, g.level) {
+                    (Some(r), Level::Raid5) if !r.finished() => Some((g.disks - 1, r.done)),
+                    _ => None,
+                };
                 for (off, l) in g.chunks(offset, len) {
                     let p = g.parity_map(off / g.chunk);
-                    pieces.push(Piece {
-                        disk: p.data_disk,
-                        offset: p.stripe * g.chunk + off % g.chunk,
-                        len: l,
-                    });
+                    let at = p.stripe * g.chunk + off % g.chunk;
+                    match missing {
+                        Some((m, done)) if p.data_disk == m && at + l > done => {
+                            pieces.extend((0..g.disks).filter(|&d| d != m).map(|disk| Piece {
+                                disk,
+                                offset: at,
+                                len: l,
+                            }));
+                        }
+                        _ => pieces.push(Piece {
+                            disk: p.data_disk,
+                            offset: at,
+                            len: l,
+                        }),
+                    }
                 }
             }
         }

@@ -12,9 +12,11 @@
 //! What one step reads and writes follows how mdadm builds each level: raid5 is created
 //! degraded and *recovers* its last member (read the others, write that one); raid6 resyncs
 //! (read every member, write P and Q); raid1 and raid10 read the first copy and write the
-//! others. Not modelled: md's pipelining of windows on an idle array (one step is in flight
-//! at a time), raid1/10 barriers that make host I/O wait for the region being synced, and
-//! raid5/6's degraded or forced-rcw writes beyond the resync point.
+//! others. Until the recovery passes a block, raid5 reads its missing member's blocks back
+//! from the others (the engine's `dispatch`). Not modelled: md's pipelining of windows on
+//! an idle array (one step is in flight at a time), raid1/10 barriers that make host I/O
+//! wait for the region being synced (the VM lab's kernel shows no such stall), and raid5/6's
+//! degraded or forced-rcw writes beyond the resync point.
 
 use raidlab_core::Nanos;
 use std::collections::VecDeque;

@@ -126,6 +126,30 @@ fn resync_under_load_keeps_going_past_speed_limit_min() {
     );
 }
 
+/// raid5 is created degraded and recovers its last member: until the recovery passes a
+/// block, md reads that member's blocks back from the five others. A sixth of random reads
+/// land there, so over a region the recovery has not reached a read costs ≈ 1 + 4/6
+/// member reads instead of one.
+#[test]
+fn recovering_raid5_reads_the_missing_member_back_from_the_others() {
+    let c = case(
+        6,
+        "level = \"raid5\"\nresync = \"during\"",
+        &RANDOM_FILE.replace("randwrite", "randread"),
+    );
+    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let f = parse_output(&out.fio_json).unwrap().figures;
+    let host = f.disk_util[0].read_ios as f64;
+    let reads: u64 = f.disk_util[1..].iter().map(|d| d.read_ios).sum();
+    let windows: u64 = f.disk_util[1..].iter().map(|d| d.write_ios).sum();
+    // Each recovery window reads five members and writes the sixth.
+    let per_read = (reads - 5 * windows) as f64 / host;
+    assert!(
+        (1.4..1.7).contains(&per_read),
+        "{per_read:.2} member reads per host read while recovering (clean: 1)"
+    );
+}
+
 #[test]
 fn bitmap_and_resync_replay_identically() {
     let c = case(
