@@ -323,11 +323,7 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
         plan.disks.devices.clone()
     };
     // The same order and the same reuse of arrays across consecutive cases as a run.
-    let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
-        .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
-        .collect();
-    let cases: Vec<&Case> = todo.iter().map(|(c, _)| *c).collect();
-    for (&(case, rep), reuse) in todo.iter().zip(script::reuse_sequence(&cases)) {
+    for (case, rep, reuse) in script::run_order(plan) {
         let _ = writeln!(
             s,
             "\n# case {} · {} · repetition {rep}",

@@ -571,6 +571,20 @@ pub fn reuse_sequence(cases: &[&Case]) -> Vec<Reuse> {
     out
 }
 
+/// Every case and repetition of a plan in the order a run takes them, with what each may
+/// skip because the case before left its array up: the walk `plan --script` and `run
+/// --dry-run` print (the host target decides the same as it goes, with `same_array`).
+pub fn run_order(plan: &Plan) -> Vec<(&Case, u32, Reuse)> {
+    let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
+        .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
+        .collect();
+    let cases: Vec<&Case> = todo.iter().map(|(c, _)| *c).collect();
+    todo.iter()
+        .zip(reuse_sequence(&cases))
+        .map(|(&(case, rep), reuse)| (case, rep, reuse))
+        .collect()
+}
+
 /// A bash script of every case and repetition of a plan, for a person to read and run.
 pub fn plan_script(plan: &Plan) -> String {
     let mut s = String::new();
@@ -611,11 +625,7 @@ pub fn plan_script(plan: &Plan) -> String {
         s,
         "CACHE=()\nfor d in \"${{DISK[@]}}\"; do CACHE+=(\"$(wcache_get \"$d\")\"); done\n"
     );
-    let todo: Vec<(&Case, u32)> = (1..=plan.run.repeat)
-        .flat_map(|rep| plan.cases().iter().map(move |c| (c, rep)))
-        .collect();
-    let cases: Vec<&Case> = todo.iter().map(|(c, _)| *c).collect();
-    for (&(case, rep), reuse) in todo.iter().zip(reuse_sequence(&cases)) {
+    for (case, rep, reuse) in run_order(plan) {
         let members: Vec<String> = (0..case.array.disks as usize)
             .map(|i| format!("\"${{DISK[{i}]}}\""))
             .collect();
