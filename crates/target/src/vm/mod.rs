@@ -590,4 +590,20 @@ mod tests {
         assert_eq!(VmTarget::throttling(Some(&h)), "");
         assert_eq!(VmTarget::throttling(None), "");
     }
+
+    /// `[disks.params]` reach the lab's disks: another rate is another qemu option.
+    #[test]
+    fn disk_params_change_the_qemu_throttle() {
+        let disks = raidlab_core::DiskSet {
+            count: 4,
+            model: Some("throttle-75".into()),
+            capacity: None,
+            span: None,
+            devices: vec![],
+            params: [("iops_total".to_string(), "150".to_string())].into(),
+        };
+        let m = disks.resolved_model().unwrap();
+        let opts = VmTarget::throttling(m.as_ref());
+        assert!(opts.contains(",throttling.iops-total=150"), "{opts}");
+    }
 }
