@@ -152,6 +152,19 @@ struct Zone {
     track: f64,
 }
 
+/// The seek curve's constants, each worked out exactly as `Hdd::seek` spelled them
+/// (same operations, same order), once instead of per call.
+#[derive(Debug, Clone, Copy)]
+struct SeekCurve {
+    third: f64,
+    third_m1: f64,
+    t1: f64,
+    ta: f64,
+    ta_t1: f64,
+    tf_ta: f64,
+    n_third: f64,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Queued {
     op: MemberOp,
@@ -180,6 +193,10 @@ pub struct Hdd {
     zone_lut: Vec<u16>,
     lut_shift: u32,
     cyl_per_zone: f64,
+    curve: SeekCurve,
+    /// `overhead` and `write_settle` as `f64`.
+    overhead: f64,
+    write_settle: f64,
     period: f64,
     /// Angle (fraction of a revolution) at time zero.
     phase: f64,
@@ -243,8 +260,25 @@ impl Hdd {
                 zones.partition_point(|z| z.start <= at).saturating_sub(1) as u16
             })
             .collect();
+        let n = p.cylinders as f64;
+        let third = n / 3.0;
+        let t1 = p.track_to_track.0 as f64;
+        let ta = p.avg_seek.0 as f64;
+        let tf = p.full_stroke.0 as f64;
+        let curve = SeekCurve {
+            third,
+            third_m1: third - 1.0,
+            t1,
+            ta,
+            ta_t1: ta - t1,
+            tf_ta: tf - ta,
+            n_third: n - third,
+        };
         Hdd {
             p: p.clone(),
+            curve,
+            overhead: p.overhead.0 as f64,
+            write_settle: p.write_settle.0 as f64,
             zone_lut,
             lut_shift,
             zones,
@@ -291,15 +325,11 @@ impl Hdd {
         if d < 1.0 {
             return 0.0;
         }
-        let n = self.p.cylinders as f64;
-        let third = n / 3.0;
-        let t1 = self.p.track_to_track.0 as f64;
-        let ta = self.p.avg_seek.0 as f64;
-        let tf = self.p.full_stroke.0 as f64;
-        if d <= third {
-            t1 + (ta - t1) * ((d - 1.0) / (third - 1.0)).sqrt()
+        let c = &self.curve;
+        if d <= c.third {
+            c.t1 + c.ta_t1 * ((d - 1.0) / c.third_m1).sqrt()
         } else {
-            ta + (tf - ta) * (d - third) / (n - third)
+            c.ta + c.tf_ta * (d - c.third) / c.n_third
         }
     }
 
@@ -318,10 +348,10 @@ impl Hdd {
             // Streaming on from the previous transfer: the firmware overlaps the command.
             return (0.0, q.transfer);
         }
-        let mut t = self.p.overhead.0 as f64;
+        let mut t = self.overhead;
         t += self.seek((q.cyl - self.head_cyl).abs());
         if q.op.write {
-            t += self.p.write_settle.0 as f64;
+            t += self.write_settle;
         }
         let here = self.angle_at(now.0 as f64 + t);
         // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.

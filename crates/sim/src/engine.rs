@@ -14,7 +14,7 @@ use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Key};
 use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
@@ -342,7 +342,7 @@ impl Engine {
         }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
-                (Some(first), Some(t)) => (t.at, t.seq) < first,
+                (Some(first), Some(t)) => Key::new(t.at, t.seq) < first,
                 (None, Some(_)) => true,
                 (Some(_), None) => false,
                 (None, None) => break,
