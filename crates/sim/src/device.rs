@@ -206,7 +206,9 @@ pub struct Hdd {
     waiting: VecDeque<Queued>,
     destage: VecDeque<Queued>,
     dirty: u64,
-    busy: Option<(Queued, Nanos)>,
+    /// A command is being served: `current`.
+    busy: bool,
+    current: Queued,
     head_cyl: f64,
     head_offset: u64,
     /// End of the last media transfer: a command starting there streams on.
@@ -290,7 +292,21 @@ impl Hdd {
             waiting: VecDeque::new(),
             destage: VecDeque::new(),
             dirty: 0,
-            busy: None,
+            busy: false,
+            current: Queued {
+                op: MemberOp {
+                    write: false,
+                    offset: 0,
+                    len: 0,
+                    tag: 0,
+                },
+                arrival: Nanos(0),
+                destage: false,
+                cyl: 0.0,
+                angle: 0.0,
+                transfer: 0.0,
+                end_cyl: 0.0,
+            },
             head_cyl: 0.0,
             head_offset: 0,
             last_end: u64::MAX,
@@ -343,6 +359,7 @@ impl Hdd {
     }
 
     /// Time from `now` until the data transfer of `q` can start, and its transfer time.
+    #[inline]
     fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
         if q.op.offset == self.last_end {
             // Streaming on from the previous transfer: the firmware overlaps the command.
@@ -383,47 +400,67 @@ impl Hdd {
             out.wakes.push((Nanos(now.0 + ack as u64), ACK | op.tag));
             self.dirty += op.len;
             self.destage.push_back(Queued { destage: true, ..q });
+        } else if !self.busy
+            && self.queue.is_empty()
+            && self.p.queue_depth > 0
+            && (self.destage.is_empty() || !self.cache_pressure())
+        {
+            // The drive is idle and this is the only command `start_next` would consider:
+            // serve it straight away.
+            let (pos, xfer) = self.positioning(now, &q);
+            self.serve(now, q, pos, xfer, out);
+            return;
         } else if self.queue.len() < self.p.queue_depth as usize {
             self.queue.push(q);
         } else {
             self.waiting.push_back(q);
         }
-        if self.busy.is_none() {
+        if !self.busy {
             self.start_next(now, out);
         }
     }
 
+    fn cache_pressure(&self) -> bool {
+        self.dirty * 4 > self.p.cache.0 * 3
+    }
+
     fn start_next(&mut self, now: Nanos, out: &mut Out) {
         // Host commands first; destage when none waits or the cache is nearly full.
-        let cache_pressure = self.dirty * 4 > self.p.cache.0 * 3;
-        let mut best: Option<(bool, usize, f64, f64)> = None;
-        if !self.queue.is_empty() {
-            for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
-                let (pos, xfer) = self.positioning(now, q);
-                if best.is_none_or(|b| pos < b.2) {
-                    best = Some((false, i, pos, xfer));
-                }
+        let cache_pressure = self.cache_pressure();
+        let (mut found, mut from_destage, mut best_i, mut best_pos, mut best_xfer) =
+            (false, false, 0, 0.0, 0.0);
+        for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
+            let (pos, xfer) = self.positioning(now, q);
+            if !found || pos < best_pos {
+                (found, best_i, best_pos, best_xfer) = (true, i, pos, xfer);
             }
         }
-        if (best.is_none() || cache_pressure) && !self.destage.is_empty() {
+        if (!found || cache_pressure) && !self.destage.is_empty() {
             for (i, q) in self.destage.iter().enumerate().take(SPTF_WINDOW) {
                 let (pos, xfer) = self.positioning(now, q);
-                if best.is_none_or(|b| pos < b.2) {
-                    best = Some((true, i, pos, xfer));
+                if !found || pos < best_pos {
+                    (found, from_destage, best_i, best_pos, best_xfer) = (true, true, i, pos, xfer);
                 }
             }
         }
-        let Some((from_destage, i, pos, xfer)) = best else {
+        if !found {
             return;
-        };
+        }
         let q = if from_destage {
-            self.destage.remove(i).expect("index from scan")
+            self.destage.remove(best_i).expect("index from scan")
         } else {
-            self.queue.swap_remove(i)
+            self.queue.swap_remove(best_i)
         };
+        self.serve(now, q, best_pos, best_xfer, out);
+    }
+
+    /// Start serving `q`, positioned in `pos` and transferred in `xfer` nanoseconds.
+    #[inline]
+    fn serve(&mut self, now: Nanos, q: Queued, pos: f64, xfer: f64, out: &mut Out) {
         let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
-        self.busy = Some((q, now + service));
+        self.busy = true;
+        self.current = q;
         out.wakes.push((now + service, SERVICE_DONE));
     }
 
@@ -442,7 +479,9 @@ impl Hdd {
             out.done.push(tag);
             return;
         }
-        let (q, _) = self.busy.take().expect("service done while busy");
+        assert!(self.busy, "service done while busy");
+        self.busy = false;
+        let q = self.current;
         self.head_cyl = q.end_cyl;
         self.head_offset = q.op.offset + q.op.len;
         self.last_end = self.head_offset;

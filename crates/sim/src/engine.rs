@@ -389,12 +389,16 @@ impl Engine {
 
     /// Turn a device's requests into events; completions are handled now.
     fn drain(&mut self, disk: u32, out: &mut Out) {
-        for (at, token) in out.wakes.drain(..) {
+        for i in 0..out.wakes.len() {
+            let (at, token) = out.wakes[i];
             self.schedule(at, Ev::Dev { disk, token });
         }
-        for tag in out.done.drain(..) {
+        out.wakes.clear();
+        for i in 0..out.done.len() {
+            let tag = out.done[i];
             self.op_done(tag as u32);
         }
+        out.done.clear();
     }
 
     fn issue(&mut self, slot: u32) {
@@ -808,7 +812,8 @@ impl Engine {
     /// the cache is exhausted, writers wait until a quarter of it is free again (md's
     /// `R5_INACTIVE_BLOCKED` hysteresis).
     fn stripe_write(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
-        let rows_needed = self.new_rows(stripe, s, e);
+        let slot = self.stripe_slot(stripe);
+        let rows_needed = self.new_rows_in(slot, s, e);
         if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
             self.cache_blocked = true;
             self.blocked.push_back((host, stripe, s, e));
@@ -818,7 +823,7 @@ impl Engine {
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
-        let id = match self.stripe_slot(stripe) {
+        let id = match slot {
             Some(id) => id,
             None => {
                 let id = self.stripes.alloc();
@@ -876,15 +881,34 @@ impl Engine {
 
     /// Stripe heads a write to `[s, e)` adds: rows not yet held by the stripe's open set.
     fn new_rows(&mut self, stripe: u64, s: u64, e: u64) -> u64 {
+        let slot = self.stripe_slot(stripe);
+        self.new_rows_in(slot, s, e)
+    }
+
+    /// `new_rows` for the stripe held at `slot` (if md holds it).
+    fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
+        if e.div_ceil(ROW) - s / ROW == 1 {
+            // One row: new unless some data unit of the open set has it.
+            let row = ((s / ROW * ROW % chunk) / ROW) as usize;
+            let held = slot.is_some_and(|id| {
+                let st = self.stripes.get(id);
+                st.open
+                    && st
+                        .written
+                        .chunks(words)
+                        .any(|unit| unit[row / 64] >> (row % 64) & 1 == 1)
+            });
+            return !held as u64;
+        }
         let mut mask = std::mem::take(&mut self.row_mask);
         mask.clear();
         mask.resize(words, 0);
         for (_, row) in touched(chunk, s, e) {
             mask[row / 64] |= 1 << (row % 64);
         }
-        if let Some(id) = self.stripe_slot(stripe) {
+        if let Some(id) = slot {
             let st = self.stripes.get(id);
             if st.open {
                 for unit in st.written.chunks(words) {
@@ -920,8 +944,18 @@ impl Engine {
     /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
     /// joins md's delayed list (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
     fn flush(&mut self, id: u32) {
+        let dds = self.geo.data_disks() as u64;
         let st = self.stripes.get(id);
-        if !needs_reads(&self.geo, &st.written) {
+        // Some written row is not fully overwritten: `st.rows` rows are written, in
+        // `set_bits` (data unit, row) pairs, so every row is full exactly when there are
+        // `dds` pairs per row (plan_stripe counts at most 64 data units per row).
+        let reads = if dds > 64 {
+            st.rows != 0
+        } else {
+            st.set_bits != dds * st.rows
+        };
+        debug_assert_eq!(reads, needs_reads(&self.geo, &st.written));
+        if !reads {
             self.launch(id, false);
         } else {
             st.delayed = true;
