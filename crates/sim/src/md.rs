@@ -215,31 +215,24 @@ impl Geometry {
 
     /// A stripe's parity disk, and in `members` the member of each data unit in order.
     pub fn stripe_members(&self, stripe: u64, members: &mut Vec<u32>) -> u32 {
-        let n = self.disks as u64;
-        let sm = stripe % n;
-        let dds = self.data_disks() as u64;
+        let sm = stripe % self.disks as u64;
         let (pd, first) = self.parity_disk_mod(sm, 0);
         members.clear();
-        match self.layout.unwrap_or(Layout::LeftSymmetric) {
-            Layout::LeftAsymmetric | Layout::RightAsymmetric => {
-                members.extend((0..dds).map(|dd| self.parity_disk_mod(sm, dd).1 as u32));
-            }
-            // Every other layout puts data unit dd + 1 on the member after dd's (wrapping).
-            _ => {
-                let mut m = first;
-                for _ in 0..dds {
-                    members.push(m as u32);
-                    m += 1;
-                    if m == n {
-                        m = 0;
-                    }
-                }
-            }
-        }
-        debug_assert!(
-            (0..dds).all(|dd| members[dd as usize] as u64 == self.parity_disk_mod(sm, dd).1)
-        );
+        members
+            .extend((0..self.data_disks() as u64).map(|dd| self.data_member(sm, first, dd) as u32));
         pd as u32
+    }
+
+    /// `parity_disk_mod(sm, dd).1`, given `first = parity_disk_mod(sm, 0).1`: every layout
+    /// but the asymmetric ones puts data unit dd + 1 on the member after dd's (wrapping).
+    #[inline]
+    fn data_member(&self, sm: u64, first: u64, dd: u64) -> u64 {
+        let m = match self.layout.unwrap_or(Layout::LeftSymmetric) {
+            Layout::LeftAsymmetric | Layout::RightAsymmetric => self.parity_disk_mod(sm, dd).1,
+            _ => wrap(first + dd, self.disks as u64),
+        };
+        debug_assert_eq!(m, self.parity_disk_mod(sm, dd).1);
+        m
     }
 }
 
@@ -333,14 +326,6 @@ pub fn plan_stripe_into(
 ) {
     let words = row_words(g);
     let dds = g.data_disks() as usize;
-    // P (and Q after it), as `parity_map` places them, and each data unit's member.
-    let mut members = std::mem::take(&mut scratch.disks);
-    let pd = g.stripe_members(stripe, &mut members);
-    let parity = [pd, wrap(pd as u64 + 1, g.disks as u64) as u32];
-    let parity = &parity[..g.parity_count() as usize];
-    let member_of = |dd: usize| members[dd] as usize;
-    // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
-    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
     // Rows written, and a word holding one of them.
     debug_assert_eq!(written.len(), dds * words);
     let (mut rows, mut word, mut word_union) = (0u32, 0, 0u64);
@@ -363,27 +348,35 @@ pub fn plan_stripe_into(
             w_mask |= (unit[word] >> bit & 1) << d;
         }
         let n_written = w_mask.count_ones() as usize;
-        let rmw = n_written + parity.len();
+        let rmw = n_written + g.parity_count() as usize;
         let rcw = dds - n_written;
         let read_written = rmw < rcw;
         let at = stripe * g.chunk + row * ROW;
-        let parity_bits = parity.iter().fold(0u64, |acc, &p| acc | 1 << p);
-        let (mut read_bits, mut write_bits) = (0u64, parity_bits);
-        for (d, &m) in members.iter().enumerate().take(64) {
-            let w = w_mask >> d & 1 == 1;
-            if w == read_written {
-                read_bits |= 1 << m;
-            }
-            if w {
-                write_bits |= 1 << m;
-            }
+        let n = g.disks as u64;
+        let sm = stripe % n;
+        let (pd, first) = g.parity_disk_mod(sm, 0);
+        let mut parity_bits = 1u64 << pd;
+        if g.parity_count() == 2 {
+            parity_bits |= 1 << wrap(pd + 1, n);
         }
-        if read_written {
-            read_bits |= parity_bits;
+        // Data units' members: all members but P (and Q); those written, one by one.
+        let all = if n == 64 { !0 } else { (1u64 << n) - 1 };
+        let data_bits = all & !parity_bits;
+        let mut written_bits = 0u64;
+        let mut rest = w_mask;
+        while rest != 0 {
+            let d = rest.trailing_zeros() as u64;
+            rest &= rest - 1;
+            written_bits |= 1 << g.data_member(sm, first, d);
         }
-        if rcw == 0 {
-            read_bits = 0;
-        }
+        let write_bits = written_bits | parity_bits;
+        let read_bits = if rcw == 0 {
+            0
+        } else if read_written {
+            written_bits | parity_bits
+        } else {
+            data_bits & !written_bits
+        };
         let emit = |mut bits: u64, out: &mut Vec<Piece>| {
             out.clear();
             while bits != 0 {
@@ -398,9 +391,16 @@ pub fn plan_stripe_into(
         };
         emit(read_bits, reads_out);
         emit(write_bits, writes_out);
-        scratch.disks = members;
         return;
     }
+    // P (and Q after it), as `parity_map` places them, and each data unit's member.
+    let mut members = std::mem::take(&mut scratch.disks);
+    let pd = g.stripe_members(stripe, &mut members);
+    let parity = [pd, wrap(pd as u64 + 1, g.disks as u64) as u32];
+    let parity = &parity[..g.parity_count() as usize];
+    let member_of = |dd: usize| members[dd] as usize;
+    // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
+    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
     // The buffers are all zero between calls: only the members used are cleared afterwards.
     let cells = g.disks as usize * words;
     let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
