@@ -128,17 +128,25 @@ fn floor_pos(x: f64) -> f64 {
     (x as i64) as f64
 }
 
+/// `x as f64` for `x < 2^63`: the same value (the same integer, rounded the same way),
+/// converted as a signed integer in one instruction rather than the unsigned sequence.
+#[inline]
+fn to_f64(x: u64) -> f64 {
+    debug_assert!(x < 1 << 63);
+    (x as i64) as f64
+}
+
 fn fract_pos(x: f64) -> f64 {
     x - floor_pos(x)
 }
 
 fn ceil_pos(x: f64) -> u64 {
     debug_assert!((0.0..9.2e18).contains(&x));
-    let t = x as i64 as u64;
+    let t = x as i64;
     if (t as f64) < x {
-        t + 1
+        t as u64 + 1
     } else {
-        t
+        t as u64
     }
 }
 
@@ -332,7 +340,7 @@ impl Hdd {
 
     /// `cylinder` for an offset already known to lie in zone `i`.
     fn cylinder_in(&self, i: usize, z: &Zone, offset: u64) -> f64 {
-        i as f64 * self.cyl_per_zone + floor_pos((offset - z.start) as f64 / z.bytes_per_cyl)
+        i as f64 * self.cyl_per_zone + floor_pos(to_f64(offset - z.start) / z.bytes_per_cyl)
     }
 
     /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
@@ -351,7 +359,7 @@ impl Hdd {
 
     /// Angle of an offset within its track, as a fraction of a revolution.
     fn angle_in(z: &Zone, offset: u64) -> f64 {
-        fract_pos((offset - z.start) as f64 / z.track)
+        fract_pos(to_f64(offset - z.start) / z.track)
     }
 
     fn angle_at(&self, t: f64) -> f64 {
@@ -370,7 +378,7 @@ impl Hdd {
         if q.op.write {
             t += self.write_settle;
         }
-        let here = self.angle_at(now.0 as f64 + t);
+        let here = self.angle_at(to_f64(now.0) + t);
         // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.
         let ahead = q.angle - here;
         let wait = if ahead < 0.0 { ahead + 1.0 } else { ahead } * self.period;
@@ -392,7 +400,7 @@ impl Hdd {
             destage: false,
             cyl: self.cylinder_in(i, z, op.offset),
             angle: Self::angle_in(z, op.offset),
-            transfer: op.len as f64 / z.rate,
+            transfer: to_f64(op.len) / z.rate,
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
@@ -498,7 +506,9 @@ impl Hdd {
                 None => break,
             }
         }
-        self.start_next(now, out);
+        if !self.queue.is_empty() || !self.destage.is_empty() {
+            self.start_next(now, out);
+        }
     }
 }
 
@@ -508,6 +518,8 @@ impl Hdd {
 /// the bandwidth; the rest wait in FIFO order.
 pub struct Ssd {
     p: SsdParams,
+    /// Bytes per nanosecond of one unit, [read, write].
+    per_unit_bytes_per_ns: [f64; 2],
     busy_units: u32,
     waiting: VecDeque<(MemberOp, Nanos)>,
     in_flight: Slab<(MemberOp, Nanos)>,
@@ -518,8 +530,11 @@ pub struct Ssd {
 
 impl Ssd {
     fn new(p: &SsdParams) -> Ssd {
+        let units = p.parallel_units.max(1) as f64;
+        let per_unit = |mb_s: f64| mb_s * 1e6 / 1e9 / units;
         Ssd {
             p: p.clone(),
+            per_unit_bytes_per_ns: [per_unit(p.read_mb_s), per_unit(p.write_mb_s)],
             busy_units: 0,
             waiting: VecDeque::new(),
             in_flight: Slab::new(),
@@ -530,14 +545,13 @@ impl Ssd {
     }
 
     fn start(&mut self, now: Nanos, op: MemberOp, arrival: Nanos, out: &mut Out) {
-        let units = self.p.parallel_units.max(1) as f64;
-        let (lat, mb_s) = if op.write {
-            (self.p.write_latency, self.p.write_mb_s)
+        let lat = if op.write {
+            self.p.write_latency
         } else {
-            (self.p.read_latency, self.p.read_mb_s)
+            self.p.read_latency
         };
-        let per_unit_bytes_per_ns = mb_s * 1e6 / 1e9 / units;
-        let service = Nanos(lat.0 + (op.len as f64 / per_unit_bytes_per_ns) as u64);
+        let per_unit_bytes_per_ns = self.per_unit_bytes_per_ns[op.write as usize];
+        let service = Nanos(lat.0 + (to_f64(op.len) / per_unit_bytes_per_ns) as u64);
         self.busy_units += 1;
         self.stats.busy += service;
         let slot = self.in_flight.insert((op, arrival));
