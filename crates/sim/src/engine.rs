@@ -293,7 +293,10 @@ pub struct Engine {
     events: u64,
     /// Spare device output buffers: handling one device's output can submit to another
     /// device, so buffers nest; each level takes one from here and gives it back.
-    outs: Vec<Out>,
+    /// Boxed, so taking and returning one moves a pointer, not the buffers' fields (the
+    /// copy of a just-cleared `Out` through the stack stalled on store forwarding).
+    #[allow(clippy::vec_box)]
+    outs: Vec<Box<Out>>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
