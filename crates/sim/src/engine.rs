@@ -297,6 +297,8 @@ pub struct Engine {
     /// copy of a just-cleared `Out` through the stack stalled on store forwarding).
     #[allow(clippy::vec_box)]
     outs: Vec<Box<Out>>,
+    /// `start_phase`'s (member, end of its wakes) list, kept for its buffer.
+    phase_ends: Vec<(u32, usize)>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -391,6 +393,7 @@ impl Engine {
             array_ios: [0, 0],
             events: 0,
             outs: Vec::new(),
+            phase_ends: Vec::new(),
             geo,
         }
     }
@@ -788,6 +791,10 @@ impl Engine {
         *copies.iter().min_by_key(distance).expect("copies")
     }
 
+    /// Submit a part's current phase. The members' requests are submitted first and turned
+    /// into events afterwards, in the same order (each member's wakes, member by member), so
+    /// the members' timing arithmetic is independent work the CPU overlaps; a submit that
+    /// completed something at once is drained on the spot, as the order requires.
     fn start_phase(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
         let phase = part.phase;
@@ -795,6 +802,8 @@ impl Engine {
         let n = pieces.len();
         part.pending = n as u32;
         let mut out = self.outs.pop().unwrap_or_default();
+        let mut ends = std::mem::take(&mut self.phase_ends);
+        ends.clear();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
@@ -804,9 +813,33 @@ impl Engine {
                 tag: part_id as u64,
             };
             self.devices[p.disk as usize].submit(self.now, op, &mut out);
-            self.drain(p.disk, &mut out);
+            ends.push((p.disk, out.wakes.len()));
+            if !out.done.is_empty() {
+                self.drain_phase(&ends, &mut out);
+                ends.clear();
+            }
         }
+        self.drain_phase(&ends, &mut out);
+        self.phase_ends = ends;
         self.outs.push(out);
+    }
+
+    /// `drain` for the output of several members: `ends` holds each member and the end of
+    /// its wakes in `out`; completions (of the last member only) come after all wakes.
+    fn drain_phase(&mut self, ends: &[(u32, usize)], out: &mut Out) {
+        let mut start = 0;
+        for &(disk, end) in ends {
+            for i in start..end {
+                let (at, token) = out.wakes[i];
+                self.schedule(at, Ev::Dev { disk, token });
+            }
+            start = end;
+        }
+        out.wakes.clear();
+        for i in 0..out.done.len() {
+            self.op_done(out.done[i] as u32);
+        }
+        out.done.clear();
     }
 
     fn op_done(&mut self, part_id: u32) {
