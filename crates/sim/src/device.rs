@@ -128,17 +128,25 @@ fn floor_pos(x: f64) -> f64 {
     (x as i64) as f64
 }
 
+/// `x as f64` for `x < 2^63`: the same value (the same integer, rounded the same way),
+/// converted as a signed integer in one instruction rather than the unsigned sequence.
+#[inline]
+fn to_f64(x: u64) -> f64 {
+    debug_assert!(x < 1 << 63);
+    (x as i64) as f64
+}
+
 fn fract_pos(x: f64) -> f64 {
     x - floor_pos(x)
 }
 
 fn ceil_pos(x: f64) -> u64 {
     debug_assert!((0.0..9.2e18).contains(&x));
-    let t = x as i64 as u64;
+    let t = x as i64;
     if (t as f64) < x {
-        t + 1
+        t as u64 + 1
     } else {
-        t
+        t as u64
     }
 }
 
@@ -150,6 +158,19 @@ struct Zone {
     rate: f64,
     /// Bytes passing under the head in one revolution.
     track: f64,
+}
+
+/// The seek curve's constants, each worked out exactly as `Hdd::seek` spelled them
+/// (same operations, same order), once instead of per call.
+#[derive(Debug, Clone, Copy)]
+struct SeekCurve {
+    third: f64,
+    third_m1: f64,
+    t1: f64,
+    ta: f64,
+    ta_t1: f64,
+    tf_ta: f64,
+    n_third: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -180,6 +201,10 @@ pub struct Hdd {
     zone_lut: Vec<u16>,
     lut_shift: u32,
     cyl_per_zone: f64,
+    curve: SeekCurve,
+    /// `overhead` and `write_settle` as `f64`.
+    overhead: f64,
+    write_settle: f64,
     period: f64,
     /// Angle (fraction of a revolution) at time zero.
     phase: f64,
@@ -189,7 +214,9 @@ pub struct Hdd {
     waiting: VecDeque<Queued>,
     destage: VecDeque<Queued>,
     dirty: u64,
-    busy: Option<(Queued, Nanos)>,
+    /// A command is being served: `current`.
+    busy: bool,
+    current: Queued,
     head_cyl: f64,
     head_offset: u64,
     /// End of the last media transfer: a command starting there streams on.
@@ -243,8 +270,25 @@ impl Hdd {
                 zones.partition_point(|z| z.start <= at).saturating_sub(1) as u16
             })
             .collect();
+        let n = p.cylinders as f64;
+        let third = n / 3.0;
+        let t1 = p.track_to_track.0 as f64;
+        let ta = p.avg_seek.0 as f64;
+        let tf = p.full_stroke.0 as f64;
+        let curve = SeekCurve {
+            third,
+            third_m1: third - 1.0,
+            t1,
+            ta,
+            ta_t1: ta - t1,
+            tf_ta: tf - ta,
+            n_third: n - third,
+        };
         Hdd {
             p: p.clone(),
+            curve,
+            overhead: p.overhead.0 as f64,
+            write_settle: p.write_settle.0 as f64,
             zone_lut,
             lut_shift,
             zones,
@@ -256,7 +300,21 @@ impl Hdd {
             waiting: VecDeque::new(),
             destage: VecDeque::new(),
             dirty: 0,
-            busy: None,
+            busy: false,
+            current: Queued {
+                op: MemberOp {
+                    write: false,
+                    offset: 0,
+                    len: 0,
+                    tag: 0,
+                },
+                arrival: Nanos(0),
+                destage: false,
+                cyl: 0.0,
+                angle: 0.0,
+                transfer: 0.0,
+                end_cyl: 0.0,
+            },
             head_cyl: 0.0,
             head_offset: 0,
             last_end: u64::MAX,
@@ -282,7 +340,7 @@ impl Hdd {
 
     /// `cylinder` for an offset already known to lie in zone `i`.
     fn cylinder_in(&self, i: usize, z: &Zone, offset: u64) -> f64 {
-        i as f64 * self.cyl_per_zone + floor_pos((offset - z.start) as f64 / z.bytes_per_cyl)
+        i as f64 * self.cyl_per_zone + floor_pos(to_f64(offset - z.start) / z.bytes_per_cyl)
     }
 
     /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
@@ -291,21 +349,17 @@ impl Hdd {
         if d < 1.0 {
             return 0.0;
         }
-        let n = self.p.cylinders as f64;
-        let third = n / 3.0;
-        let t1 = self.p.track_to_track.0 as f64;
-        let ta = self.p.avg_seek.0 as f64;
-        let tf = self.p.full_stroke.0 as f64;
-        if d <= third {
-            t1 + (ta - t1) * ((d - 1.0) / (third - 1.0)).sqrt()
+        let c = &self.curve;
+        if d <= c.third {
+            c.t1 + c.ta_t1 * ((d - 1.0) / c.third_m1).sqrt()
         } else {
-            ta + (tf - ta) * (d - third) / (n - third)
+            c.ta + c.tf_ta * (d - c.third) / c.n_third
         }
     }
 
     /// Angle of an offset within its track, as a fraction of a revolution.
     fn angle_in(z: &Zone, offset: u64) -> f64 {
-        fract_pos((offset - z.start) as f64 / z.track)
+        fract_pos(to_f64(offset - z.start) / z.track)
     }
 
     fn angle_at(&self, t: f64) -> f64 {
@@ -313,17 +367,18 @@ impl Hdd {
     }
 
     /// Time from `now` until the data transfer of `q` can start, and its transfer time.
+    #[inline]
     fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
         if q.op.offset == self.last_end {
             // Streaming on from the previous transfer: the firmware overlaps the command.
             return (0.0, q.transfer);
         }
-        let mut t = self.p.overhead.0 as f64;
+        let mut t = self.overhead;
         t += self.seek((q.cyl - self.head_cyl).abs());
         if q.op.write {
-            t += self.p.write_settle.0 as f64;
+            t += self.write_settle;
         }
-        let here = self.angle_at(now.0 as f64 + t);
+        let here = self.angle_at(to_f64(now.0) + t);
         // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.
         let ahead = q.angle - here;
         let wait = if ahead < 0.0 { ahead + 1.0 } else { ahead } * self.period;
@@ -345,7 +400,7 @@ impl Hdd {
             destage: false,
             cyl: self.cylinder_in(i, z, op.offset),
             angle: Self::angle_in(z, op.offset),
-            transfer: op.len as f64 / z.rate,
+            transfer: to_f64(op.len) / z.rate,
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
@@ -353,47 +408,67 @@ impl Hdd {
             out.wakes.push((Nanos(now.0 + ack as u64), ACK | op.tag));
             self.dirty += op.len;
             self.destage.push_back(Queued { destage: true, ..q });
+        } else if !self.busy
+            && self.queue.is_empty()
+            && self.p.queue_depth > 0
+            && (self.destage.is_empty() || !self.cache_pressure())
+        {
+            // The drive is idle and this is the only command `start_next` would consider:
+            // serve it straight away.
+            let (pos, xfer) = self.positioning(now, &q);
+            self.serve(now, q, pos, xfer, out);
+            return;
         } else if self.queue.len() < self.p.queue_depth as usize {
             self.queue.push(q);
         } else {
             self.waiting.push_back(q);
         }
-        if self.busy.is_none() {
+        if !self.busy {
             self.start_next(now, out);
         }
     }
 
+    fn cache_pressure(&self) -> bool {
+        self.dirty * 4 > self.p.cache.0 * 3
+    }
+
     fn start_next(&mut self, now: Nanos, out: &mut Out) {
         // Host commands first; destage when none waits or the cache is nearly full.
-        let cache_pressure = self.dirty * 4 > self.p.cache.0 * 3;
-        let mut best: Option<(bool, usize, f64, f64)> = None;
-        if !self.queue.is_empty() {
-            for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
-                let (pos, xfer) = self.positioning(now, q);
-                if best.is_none_or(|b| pos < b.2) {
-                    best = Some((false, i, pos, xfer));
-                }
+        let cache_pressure = self.cache_pressure();
+        let (mut found, mut from_destage, mut best_i, mut best_pos, mut best_xfer) =
+            (false, false, 0, 0.0, 0.0);
+        for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
+            let (pos, xfer) = self.positioning(now, q);
+            if !found || pos < best_pos {
+                (found, best_i, best_pos, best_xfer) = (true, i, pos, xfer);
             }
         }
-        if (best.is_none() || cache_pressure) && !self.destage.is_empty() {
+        if (!found || cache_pressure) && !self.destage.is_empty() {
             for (i, q) in self.destage.iter().enumerate().take(SPTF_WINDOW) {
                 let (pos, xfer) = self.positioning(now, q);
-                if best.is_none_or(|b| pos < b.2) {
-                    best = Some((true, i, pos, xfer));
+                if !found || pos < best_pos {
+                    (found, from_destage, best_i, best_pos, best_xfer) = (true, true, i, pos, xfer);
                 }
             }
         }
-        let Some((from_destage, i, pos, xfer)) = best else {
+        if !found {
             return;
-        };
+        }
         let q = if from_destage {
-            self.destage.remove(i).expect("index from scan")
+            self.destage.remove(best_i).expect("index from scan")
         } else {
-            self.queue.swap_remove(i)
+            self.queue.swap_remove(best_i)
         };
+        self.serve(now, q, best_pos, best_xfer, out);
+    }
+
+    /// Start serving `q`, positioned in `pos` and transferred in `xfer` nanoseconds.
+    #[inline]
+    fn serve(&mut self, now: Nanos, q: Queued, pos: f64, xfer: f64, out: &mut Out) {
         let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
-        self.busy = Some((q, now + service));
+        self.busy = true;
+        self.current = q;
         out.wakes.push((now + service, SERVICE_DONE));
     }
 
@@ -412,7 +487,9 @@ impl Hdd {
             out.done.push(tag);
             return;
         }
-        let (q, _) = self.busy.take().expect("service done while busy");
+        assert!(self.busy, "service done while busy");
+        self.busy = false;
+        let q = self.current;
         self.head_cyl = q.end_cyl;
         self.head_offset = q.op.offset + q.op.len;
         self.last_end = self.head_offset;
@@ -429,7 +506,9 @@ impl Hdd {
                 None => break,
             }
         }
-        self.start_next(now, out);
+        if !self.queue.is_empty() || !self.destage.is_empty() {
+            self.start_next(now, out);
+        }
     }
 }
 
@@ -439,6 +518,8 @@ impl Hdd {
 /// the bandwidth; the rest wait in FIFO order.
 pub struct Ssd {
     p: SsdParams,
+    /// Bytes per nanosecond of one unit, [read, write].
+    per_unit_bytes_per_ns: [f64; 2],
     busy_units: u32,
     waiting: VecDeque<(MemberOp, Nanos)>,
     in_flight: Slab<(MemberOp, Nanos)>,
@@ -449,8 +530,11 @@ pub struct Ssd {
 
 impl Ssd {
     fn new(p: &SsdParams) -> Ssd {
+        let units = p.parallel_units.max(1) as f64;
+        let per_unit = |mb_s: f64| mb_s * 1e6 / 1e9 / units;
         Ssd {
             p: p.clone(),
+            per_unit_bytes_per_ns: [per_unit(p.read_mb_s), per_unit(p.write_mb_s)],
             busy_units: 0,
             waiting: VecDeque::new(),
             in_flight: Slab::new(),
@@ -461,14 +545,13 @@ impl Ssd {
     }
 
     fn start(&mut self, now: Nanos, op: MemberOp, arrival: Nanos, out: &mut Out) {
-        let units = self.p.parallel_units.max(1) as f64;
-        let (lat, mb_s) = if op.write {
-            (self.p.write_latency, self.p.write_mb_s)
+        let lat = if op.write {
+            self.p.write_latency
         } else {
-            (self.p.read_latency, self.p.read_mb_s)
+            self.p.read_latency
         };
-        let per_unit_bytes_per_ns = mb_s * 1e6 / 1e9 / units;
-        let service = Nanos(lat.0 + (op.len as f64 / per_unit_bytes_per_ns) as u64);
+        let per_unit_bytes_per_ns = self.per_unit_bytes_per_ns[op.write as usize];
+        let service = Nanos(lat.0 + (to_f64(op.len) / per_unit_bytes_per_ns) as u64);
         self.busy_units += 1;
         self.stats.busy += service;
         let slot = self.in_flight.insert((op, arrival));

@@ -14,7 +14,7 @@ use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
 use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Key};
 use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
@@ -23,8 +23,7 @@ use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::VecDeque;
 
 /// How long md holds a partial-stripe write hoping the rest of the stripe arrives
 /// (the block layer's unplug, roughly), unless full-stripe writes are in flight.
@@ -57,27 +56,108 @@ struct Timer {
     gen: u64,
 }
 
-/// Stripe numbers are already well spread; a multiply-fold hash is all the map needs
-/// (SipHash was a tenth of the run time).
-#[derive(Default)]
-struct StripeHasher(u64);
+/// Stripe number → pool index of the stripes md holds: open addressing with linear
+/// probing and backward-shift deletion, hashed by a multiply-fold (stripe numbers are
+/// already well spread). A general-purpose map (SipHash, then hashbrown) was a tenth, then
+/// a twentieth of the run time.
+struct StripeMap {
+    /// `EMPTY` marks a free cell.
+    keys: Vec<u64>,
+    vals: Vec<u32>,
+    len: usize,
+}
 
-impl Hasher for StripeHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+const EMPTY: u64 = u64::MAX;
+
+impl Default for StripeMap {
+    fn default() -> Self {
+        StripeMap {
+            keys: vec![EMPTY; 64],
+            vals: vec![0; 64],
+            len: 0,
         }
-    }
-    fn write_u64(&mut self, x: u64) {
-        let m = (self.0 ^ x) as u128 * 0x9E37_79B9_7F4A_7C15u128;
-        self.0 = (m >> 64) as u64 ^ m as u64;
     }
 }
 
-type StripeMap = HashMap<u64, u32, BuildHasherDefault<StripeHasher>>;
+impl StripeMap {
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        let m = key as u128 * 0x9E37_79B9_7F4A_7C15u128;
+        ((m >> 64) as u64 ^ m as u64) as usize & (self.keys.len() - 1)
+    }
+
+    /// The cell holding `key`, or the free cell where it would go.
+    #[inline]
+    fn find(&self, key: u64) -> usize {
+        let mask = self.keys.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let k = self.keys[i];
+            if k == key || k == EMPTY {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<u32> {
+        let i = self.find(key);
+        (self.keys[i] == key).then(|| self.vals[i])
+    }
+
+    fn insert(&mut self, key: u64, val: u32) {
+        debug_assert_ne!(key, EMPTY);
+        if (self.len + 1) * 2 > self.keys.len() {
+            let cells = self.keys.len() * 2;
+            let old = std::mem::replace(
+                self,
+                StripeMap {
+                    keys: vec![EMPTY; cells],
+                    vals: vec![0; cells],
+                    len: 0,
+                },
+            );
+            for (&k, &v) in old.keys.iter().zip(&old.vals) {
+                if k != EMPTY {
+                    self.insert(k, v);
+                }
+            }
+        }
+        let i = self.find(key);
+        if self.keys[i] == EMPTY {
+            self.len += 1;
+        }
+        self.keys[i] = key;
+        self.vals[i] = val;
+    }
+
+    fn remove(&mut self, key: u64) {
+        let mask = self.keys.len() - 1;
+        let mut hole = self.find(key);
+        if self.keys[hole] != key {
+            return;
+        }
+        self.len -= 1;
+        // Move back each following entry of the run that may live in the hole (its home is
+        // not cyclically within (hole, j]).
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let k = self.keys[j];
+            if k == EMPTY {
+                break;
+            }
+            let home = self.home(k);
+            if j.wrapping_sub(home) & mask >= j.wrapping_sub(hole) & mask {
+                self.keys[hole] = k;
+                self.vals[hole] = self.vals[j];
+                hole = j;
+            }
+        }
+        self.keys[hole] = EMPTY;
+    }
+}
 
 /// Figures of one direction, measured over the runtime (after ramp).
 #[derive(Debug, Clone, Default)]
@@ -211,7 +291,12 @@ pub struct Engine {
     events: u64,
     /// Spare device output buffers: handling one device's output can submit to another
     /// device, so buffers nest; each level takes one from here and gives it back.
-    outs: Vec<Out>,
+    /// Boxed, so taking and returning one moves a pointer, not the buffers' fields (the
+    /// copy of a just-cleared `Out` through the stack stalled on store forwarding).
+    #[allow(clippy::vec_box)]
+    outs: Vec<Box<Out>>,
+    /// `start_phase`'s (member, end of its wakes) list, kept for its buffer.
+    phase_ends: Vec<(u32, usize)>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -305,6 +390,7 @@ impl Engine {
             array_ios: [0, 0],
             events: 0,
             outs: Vec::new(),
+            phase_ends: Vec::new(),
             geo,
         }
     }
@@ -339,7 +425,7 @@ impl Engine {
         }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
-                (Some(first), Some(t)) => (t.at, t.seq) < first,
+                (Some(first), Some(t)) => Key::new(t.at, t.seq) < first,
                 (None, Some(_)) => true,
                 (Some(_), None) => false,
                 (None, None) => break,
@@ -386,12 +472,16 @@ impl Engine {
 
     /// Turn a device's requests into events; completions are handled now.
     fn drain(&mut self, disk: u32, out: &mut Out) {
-        for (at, token) in out.wakes.drain(..) {
+        for i in 0..out.wakes.len() {
+            let (at, token) = out.wakes[i];
             self.schedule(at, Ev::Dev { disk, token });
         }
-        for tag in out.done.drain(..) {
+        out.wakes.clear();
+        for i in 0..out.done.len() {
+            let tag = out.done[i];
             self.op_done(tag as u32);
         }
+        out.done.clear();
     }
 
     fn issue(&mut self, slot: u32) {
@@ -712,6 +802,10 @@ impl Engine {
         *copies.iter().min_by_key(distance).expect("copies")
     }
 
+    /// Submit a part's current phase. The members' requests are submitted first and turned
+    /// into events afterwards, in the same order (each member's wakes, member by member), so
+    /// the members' timing arithmetic is independent work the CPU overlaps; a submit that
+    /// completed something at once is drained on the spot, as the order requires.
     fn start_phase(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
         let phase = part.phase;
@@ -719,6 +813,8 @@ impl Engine {
         let n = pieces.len();
         part.pending = n as u32;
         let mut out = self.outs.pop().unwrap_or_default();
+        let mut ends = std::mem::take(&mut self.phase_ends);
+        ends.clear();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
@@ -728,9 +824,33 @@ impl Engine {
                 tag: part_id as u64,
             };
             self.devices[p.disk as usize].submit(self.now, op, &mut out);
-            self.drain(p.disk, &mut out);
+            ends.push((p.disk, out.wakes.len()));
+            if !out.done.is_empty() {
+                self.drain_phase(&ends, &mut out);
+                ends.clear();
+            }
         }
+        self.drain_phase(&ends, &mut out);
+        self.phase_ends = ends;
         self.outs.push(out);
+    }
+
+    /// `drain` for the output of several members: `ends` holds each member and the end of
+    /// its wakes in `out`; completions (of the last member only) come after all wakes.
+    fn drain_phase(&mut self, ends: &[(u32, usize)], out: &mut Out) {
+        let mut start = 0;
+        for &(disk, end) in ends {
+            for i in start..end {
+                let (at, token) = out.wakes[i];
+                self.schedule(at, Ev::Dev { disk, token });
+            }
+            start = end;
+        }
+        out.wakes.clear();
+        for i in 0..out.done.len() {
+            self.op_done(out.done[i] as u32);
+        }
+        out.done.clear();
     }
 
     fn op_done(&mut self, part_id: u32) {
@@ -812,7 +932,7 @@ impl Engine {
 
     /// The pool index of a stripe, if md holds it.
     fn stripe_slot(&self, stripe: u64) -> Option<u32> {
-        self.stripe_index.get(&stripe).copied()
+        self.stripe_index.get(stripe)
     }
 
     /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head, taken
@@ -827,7 +947,8 @@ impl Engine {
     /// [`Engine::stripe_write`]; `resumed` for the head of the blocked queue, which goes
     /// back to the front if it still does not fit.
     fn stripe_write_at(&mut self, host: u32, stripe: u64, s: u64, e: u64, resumed: bool) {
-        let rows_needed = self.new_rows(stripe, s, e);
+        let slot = self.stripe_slot(stripe);
+        let rows_needed = self.new_rows_in(slot, s, e);
         if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
             let free = self.cache_rows.saturating_sub(self.rows_in_use);
             let cut = if self.cache_blocked || free == 0 {
@@ -847,10 +968,11 @@ impl Engine {
             // The write now has one more piece on this stripe to wait for.
             self.hosts.get(host).remaining += 1;
             self.blocked.push_front((host, stripe, cut, e));
-            self.admit(host, stripe, s, cut);
+            let rows = self.new_rows_in(slot, s, cut);
+            self.admit(host, stripe, slot, s, cut, rows);
             return;
         }
-        self.admit(host, stripe, s, e);
+        self.admit(host, stripe, slot, s, e, rows_needed);
     }
 
     /// The furthest row boundary `m` in `(s, e]` such that `[s, m)` needs at most `free`
@@ -875,14 +997,22 @@ impl Engine {
         }
     }
 
-    /// Take the stripe heads `[s, e)` needs and add the write to the stripe's open set.
-    fn admit(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
-        let rows_needed = self.new_rows(stripe, s, e);
+    /// Take the `rows_needed` stripe heads `[s, e)` needs and add the write to the open set
+    /// of the stripe (held at `slot`, if md holds it).
+    fn admit(
+        &mut self,
+        host: u32,
+        stripe: u64,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        rows_needed: u64,
+    ) {
         self.rows_in_use += rows_needed;
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
-        let id = match self.stripe_slot(stripe) {
+        let id = match slot {
             Some(id) => id,
             None => {
                 let id = self.stripes.alloc();
@@ -940,15 +1070,34 @@ impl Engine {
 
     /// Stripe heads a write to `[s, e)` adds: rows not yet held by the stripe's open set.
     fn new_rows(&mut self, stripe: u64, s: u64, e: u64) -> u64 {
+        let slot = self.stripe_slot(stripe);
+        self.new_rows_in(slot, s, e)
+    }
+
+    /// `new_rows` for the stripe held at `slot` (if md holds it).
+    fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
+        if e.div_ceil(ROW) - s / ROW == 1 {
+            // One row: new unless some data unit of the open set has it.
+            let row = ((s / ROW * ROW % chunk) / ROW) as usize;
+            let held = slot.is_some_and(|id| {
+                let st = self.stripes.get(id);
+                st.open
+                    && st
+                        .written
+                        .chunks(words)
+                        .any(|unit| unit[row / 64] >> (row % 64) & 1 == 1)
+            });
+            return !held as u64;
+        }
         let mut mask = std::mem::take(&mut self.row_mask);
         mask.clear();
         mask.resize(words, 0);
         for (_, row) in touched(chunk, s, e) {
             mask[row / 64] |= 1 << (row % 64);
         }
-        if let Some(id) = self.stripe_slot(stripe) {
+        if let Some(id) = slot {
             let st = self.stripes.get(id);
             if st.open {
                 for unit in st.written.chunks(words) {
@@ -984,8 +1133,18 @@ impl Engine {
     /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
     /// joins md's delayed list (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
     fn flush(&mut self, id: u32) {
+        let dds = self.geo.data_disks() as u64;
         let st = self.stripes.get(id);
-        if !needs_reads(&self.geo, &st.written) {
+        // Some written row is not fully overwritten: `st.rows` rows are written, in
+        // `set_bits` (data unit, row) pairs, so every row is full exactly when there are
+        // `dds` pairs per row (plan_stripe counts at most 64 data units per row).
+        let reads = if dds > 64 {
+            st.rows != 0
+        } else {
+            st.set_bits != dds * st.rows
+        };
+        debug_assert_eq!(reads, needs_reads(&self.geo, &st.written));
+        if !reads {
             self.launch(id, false);
         } else {
             st.delayed = true;
@@ -1060,7 +1219,7 @@ impl Engine {
         if open {
             self.settle(id);
         } else {
-            self.stripe_index.remove(&number);
+            self.stripe_index.remove(number);
             self.stripes.release(id);
         }
         self.activate_delayed();
@@ -1072,6 +1231,43 @@ impl Engine {
                 };
                 self.stripe_write_at(host, st, s, e, true);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StripeMap;
+    use std::collections::HashMap;
+
+    #[test]
+    fn stripe_map_agrees_with_a_hash_map() {
+        let mut ours = StripeMap::default();
+        let mut std_map = HashMap::new();
+        let mut x: u64 = 99;
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Few distinct keys, so inserts, hits and removals all happen often; the live
+            // set grows past the initial table.
+            let key = (x >> 33) % if i < 10_000 { 300 } else { 40 };
+            match x >> 62 {
+                0 | 1 => {
+                    ours.insert(key, i);
+                    std_map.insert(key, i);
+                }
+                2 => {
+                    ours.remove(key);
+                    std_map.remove(&key);
+                }
+                _ => {}
+            }
+            assert_eq!(ours.get(key), std_map.get(&key).copied());
+            assert_eq!(ours.len, std_map.len());
+        }
+        for k in 0..300 {
+            assert_eq!(ours.get(k), std_map.get(&k).copied());
         }
     }
 }

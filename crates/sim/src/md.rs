@@ -169,6 +169,12 @@ impl Geometry {
 
     /// Parity disk of a stripe, and the member holding data unit `dd`.
     fn parity_disk(&self, stripe: u64, dd: u64) -> (u64, u64) {
+        self.parity_disk_mod(stripe % self.disks as u64, dd)
+    }
+
+    /// `parity_disk` given `stripe % disks` (all a layout depends on): no division.
+    #[inline]
+    fn parity_disk_mod(&self, sm: u64, dd: u64) -> (u64, u64) {
         let n = self.disks as u64;
         let dds = self.data_disks() as u64;
         let raid6 = self.level == Level::Raid6;
@@ -177,38 +183,67 @@ impl Geometry {
             Layout::LeftAsymmetric | Layout::RightAsymmetric => {
                 let pd = if self.layout == Some(Layout::LeftAsymmetric) {
                     if raid6 {
-                        n - 1 - stripe % n
+                        n - 1 - sm
                     } else {
-                        dds - stripe % n
+                        dds - sm
                     }
                 } else {
-                    stripe % n
+                    sm
                 };
                 // Data fills the members in order, skipping P (and Q after it).
                 let mut d = dd;
-                for p in [pd, (pd + 1) % n].into_iter().take(gap as usize) {
+                for p in [pd, wrap(pd + 1, n)].into_iter().take(gap as usize) {
                     if d >= p {
                         d += 1;
                     }
                 }
-                (pd, d % n)
+                (pd, wrap(d, n))
             }
             Layout::RightSymmetric => {
-                let pd = stripe % n;
-                (pd, (pd + gap + dd) % n)
+                let pd = sm;
+                (pd, wrap(pd + gap + dd, n))
             }
             Layout::ParityFirst => (0, dd + gap),
             Layout::ParityLast => (dds, dd),
             // left-symmetric, md's default.
             _ => {
-                let pd = if raid6 {
-                    n - 1 - stripe % n
-                } else {
-                    dds - stripe % n
-                };
-                (pd, (pd + gap + dd) % n)
+                let pd = if raid6 { n - 1 - sm } else { dds - sm };
+                (pd, wrap(pd + gap + dd, n))
             }
         }
+    }
+
+    /// A stripe's parity disk, and in `members` the member of each data unit in order.
+    pub fn stripe_members(&self, stripe: u64, members: &mut Vec<u32>) -> u32 {
+        let sm = stripe % self.disks as u64;
+        let (pd, first) = self.parity_disk_mod(sm, 0);
+        members.clear();
+        members
+            .extend((0..self.data_disks() as u64).map(|dd| self.data_member(sm, first, dd) as u32));
+        pd as u32
+    }
+
+    /// `parity_disk_mod(sm, dd).1`, given `first = parity_disk_mod(sm, 0).1`: every layout
+    /// but the asymmetric ones puts data unit dd + 1 on the member after dd's (wrapping).
+    #[inline]
+    fn data_member(&self, sm: u64, first: u64, dd: u64) -> u64 {
+        let m = match self.layout.unwrap_or(Layout::LeftSymmetric) {
+            Layout::LeftAsymmetric | Layout::RightAsymmetric => self.parity_disk_mod(sm, dd).1,
+            _ => wrap(first + dd, self.disks as u64),
+        };
+        debug_assert_eq!(m, self.parity_disk_mod(sm, dd).1);
+        m
+    }
+}
+
+/// `x % n` for `x < 2n`, without a division.
+#[inline]
+fn wrap(x: u64, n: u64) -> u64 {
+    debug_assert!(x < 2 * n);
+    if x >= n {
+        x - n
+    } else {
+        x
     }
 }
 
@@ -291,59 +326,81 @@ pub fn plan_stripe_into(
 ) {
     let words = row_words(g);
     let dds = g.data_disks() as usize;
-    // P (and Q after it), as `parity_map` places them, without its division.
-    let pd = g.parity_disk(stripe, 0).0 as u32;
-    let parity = [pd, (pd + 1) % g.disks];
-    let parity = &parity[..g.parity_count() as usize];
-    let member_of = |dd: usize| g.parity_disk(stripe, dd as u64).1 as usize;
-    // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
-    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
-    if (0..words).map(|w| union(w).count_ones()).sum::<u32>() == 1 {
-        // One row (a small random write): its members directly, no row bitmaps.
-        let word = (0..words).find(|&w| union(w) != 0).expect("one row");
-        let bit = union(word).trailing_zeros();
+    // Rows written, and a word holding one of them.
+    debug_assert_eq!(written.len(), dds * words);
+    let (mut rows, mut word, mut word_union) = (0u32, 0, 0u64);
+    for w in 0..words {
+        let u = written
+            .chunks_exact(words)
+            .fold(0u64, |acc, unit| acc | unit[w]);
+        if u != 0 {
+            (word, word_union) = (w, u);
+        }
+        rows += u.count_ones();
+    }
+    if rows == 1 && g.disks <= 64 {
+        // One row (a small random write): its members directly, no row bitmaps; a member
+        // is a bit, so the pieces come out by member without sorting.
+        let bit = word_union.trailing_zeros();
         let row = (word * 64) as u64 + bit as u64;
         let mut w_mask = 0u64;
-        for d in 0..dds.min(64) {
-            w_mask |= (written[d * words + word] >> bit & 1) << d;
+        for (d, unit) in written.chunks_exact(words).enumerate().take(64) {
+            w_mask |= (unit[word] >> bit & 1) << d;
         }
         let n_written = w_mask.count_ones() as usize;
-        let rmw = n_written + parity.len();
+        let rmw = n_written + g.parity_count() as usize;
         let rcw = dds - n_written;
         let read_written = rmw < rcw;
-        let disks = &mut scratch.disks;
         let at = stripe * g.chunk + row * ROW;
-        let emit = |disks: &mut Vec<u32>, out: &mut Vec<Piece>| {
-            disks.sort_unstable();
-            out.clear();
-            out.extend(disks.iter().map(|&disk| Piece {
-                disk,
-                offset: at,
-                len: ROW,
-            }));
-        };
-        disks.clear();
-        if rcw > 0 {
-            disks.extend(
-                (0..dds)
-                    .filter(|&d| (w_mask >> d & 1 == 1) == read_written)
-                    .map(|d| member_of(d) as u32),
-            );
-            if read_written {
-                disks.extend(parity);
-            }
+        let n = g.disks as u64;
+        let sm = stripe % n;
+        let (pd, first) = g.parity_disk_mod(sm, 0);
+        let mut parity_bits = 1u64 << pd;
+        if g.parity_count() == 2 {
+            parity_bits |= 1 << wrap(pd + 1, n);
         }
-        emit(disks, reads_out);
-        disks.clear();
-        disks.extend(
-            (0..dds)
-                .filter(|&d| w_mask >> d & 1 == 1)
-                .map(|d| member_of(d) as u32),
-        );
-        disks.extend(parity);
-        emit(disks, writes_out);
+        // Data units' members: all members but P (and Q); those written, one by one.
+        let all = if n == 64 { !0 } else { (1u64 << n) - 1 };
+        let data_bits = all & !parity_bits;
+        let mut written_bits = 0u64;
+        let mut rest = w_mask;
+        while rest != 0 {
+            let d = rest.trailing_zeros() as u64;
+            rest &= rest - 1;
+            written_bits |= 1 << g.data_member(sm, first, d);
+        }
+        let write_bits = written_bits | parity_bits;
+        let read_bits = if rcw == 0 {
+            0
+        } else if read_written {
+            written_bits | parity_bits
+        } else {
+            data_bits & !written_bits
+        };
+        let emit = |mut bits: u64, out: &mut Vec<Piece>| {
+            out.clear();
+            while bits != 0 {
+                let disk = bits.trailing_zeros();
+                bits &= bits - 1;
+                out.push(Piece {
+                    disk,
+                    offset: at,
+                    len: ROW,
+                });
+            }
+        };
+        emit(read_bits, reads_out);
+        emit(write_bits, writes_out);
         return;
     }
+    // P (and Q after it), as `parity_map` places them, and each data unit's member.
+    let mut members = std::mem::take(&mut scratch.disks);
+    let pd = g.stripe_members(stripe, &mut members);
+    let parity = [pd, wrap(pd as u64 + 1, g.disks as u64) as u32];
+    let parity = &parity[..g.parity_count() as usize];
+    let member_of = |dd: usize| members[dd] as usize;
+    // Per member: a bitmap of rows to read and to write, merged into ranges afterwards.
+    let union = |word: usize| (0..dds).fold(0u64, |acc, d| acc | written[d * words + word]);
     // The buffers are all zero between calls: only the members used are cleared afterwards.
     let cells = g.disks as usize * words;
     let (reads, writes) = (&mut scratch.reads, &mut scratch.writes);
@@ -401,6 +458,7 @@ pub fn plan_stripe_into(
     let base = stripe * g.chunk;
     merge_rows(reads, words, read_disks, base, reads_out);
     merge_rows(writes, words, write_disks, base, writes_out);
+    scratch.disks = members;
 }
 
 /// Contiguous rows on one member become one I/O, as the block layer merges them.

@@ -7,8 +7,28 @@
 
 use raidlab_core::Nanos;
 
+/// An event's key, (time, sequence number), as one integer: comparing it is one 128-bit
+/// comparison, not two 64-bit ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Key(u128);
+
+impl Key {
+    #[inline]
+    pub fn new(at: Nanos, seq: u64) -> Key {
+        Key((at.0 as u128) << 64 | seq as u128)
+    }
+    #[inline]
+    pub fn at(self) -> Nanos {
+        Nanos((self.0 >> 64) as u64)
+    }
+    #[inline]
+    pub fn seq(self) -> u64 {
+        self.0 as u64
+    }
+}
+
 pub struct EventQueue<E> {
-    items: Vec<(Nanos, u64, E)>,
+    items: Vec<(Key, E)>,
 }
 
 const ARITY: usize = 4;
@@ -19,33 +39,38 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// The earliest event's key.
-    pub fn peek(&self) -> Option<(Nanos, u64)> {
-        self.items.first().map(|&(t, s, _)| (t, s))
+    #[inline]
+    pub fn peek(&self) -> Option<Key> {
+        self.items.first().map(|e| e.0)
     }
 
+    #[inline]
     pub fn push(&mut self, at: Nanos, seq: u64, ev: E) {
+        let key = Key::new(at, seq);
         let mut i = self.items.len();
-        self.items.push((at, seq, ev));
-        let item = self.items[i];
+        self.items.push((key, ev));
+        let items = &mut self.items[..];
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            if (self.items[parent].0, self.items[parent].1) <= (at, seq) {
+            if items[parent].0 <= key {
                 break;
             }
-            self.items[i] = self.items[parent];
+            items[i] = items[parent];
             i = parent;
         }
-        self.items[i] = item;
+        items[i] = (key, ev);
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, u64, E)> {
         let last = self.items.pop()?;
-        if self.items.is_empty() {
-            return Some(last);
+        let items = &mut self.items[..];
+        let n = items.len();
+        if n == 0 {
+            return Some((last.0.at(), last.0.seq(), last.1));
         }
-        let top = self.items[0];
-        let n = self.items.len();
-        let key = (last.0, last.1);
+        let top = items[0];
+        let key = last.0;
         let mut i = 0;
         loop {
             let first = i * ARITY + 1;
@@ -53,19 +78,26 @@ impl<E: Copy> EventQueue<E> {
                 break;
             }
             let mut best = first;
-            for c in first + 1..(first + ARITY).min(n) {
-                if (self.items[c].0, self.items[c].1) < (self.items[best].0, self.items[best].1) {
+            let mut best_key = items[first].0;
+            for (c, item) in items
+                .iter()
+                .enumerate()
+                .take((first + ARITY).min(n))
+                .skip(first + 1)
+            {
+                if item.0 < best_key {
                     best = c;
+                    best_key = item.0;
                 }
             }
-            if (self.items[best].0, self.items[best].1) >= key {
+            if best_key >= key {
                 break;
             }
-            self.items[i] = self.items[best];
+            items[i] = items[best];
             i = best;
         }
-        self.items[i] = last;
-        Some(top)
+        items[i] = last;
+        Some((top.0.at(), top.0.seq(), top.1))
     }
 }
 
