@@ -93,10 +93,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
             // Held against the model from the simulated disk (no baseline here).
             let e = raidlab_model::expectation(case, Some(&out.model), None);
             let log = raidlab_model::iops_per_second(&out.iops_log);
+            let environment = serde_json::json!({ "resync_during_fio": out.resync_ran });
             let found = raidlab_model::anomalies(&raidlab_model::Observation {
                 case,
                 figures: &parsed.figures,
-                environment: &serde_json::Value::Null,
+                environment: &environment,
                 iops_per_second: &log,
                 expectation: e.as_ref(),
             });

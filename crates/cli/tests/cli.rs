@@ -216,6 +216,31 @@ fn sim_prints_one_csv_row() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
+    // A simulated resync is flagged like a measured one.
+    let flagged = |resync: &str| {
+        let out = raidlab()
+            .args([
+                "sim",
+                "--level",
+                "raid5",
+                "--rw",
+                "randwrite",
+                "--iodepth",
+                "4",
+            ])
+            .args(["--runtime", "5s", "--resync", resync, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0]["anomalies"].as_str().unwrap().contains("resync")
+    };
+    assert!(flagged("during"));
+    assert!(!flagged("assume-clean"));
 }
 
 /// `--disk-param` overrides a preset's figure; the model the run used is in the fio JSON,

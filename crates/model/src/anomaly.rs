@@ -121,9 +121,10 @@ fn resync(o: &Observation) -> Option<Anomaly> {
     }
     flag(
         Rule::Resync,
-        "An md resync or recovery ran during the test: md throttles it while other I/O runs, \
-         but the result measures both. Wait for the resync (resync = \"wait\") or create the \
-         array with --assume-clean (resync = \"assume-clean\") and run again."
+        "An md resync or recovery ran during the test, and the result measures both: since \
+         Linux 4.1 md keeps resyncing under other I/O (it only waits for its own requests \
+         between windows). Wait for the resync (resync = \"wait\") or create the array with \
+         --assume-clean (resync = \"assume-clean\") and run again."
             .into(),
     )
 }

@@ -182,6 +182,8 @@ pub struct SimRun {
     pub array_ios: [u64; 2],
     /// Events processed: the benchmark's unit of work.
     pub events: u64,
+    /// md's initial resync ran alongside the workload.
+    pub resync_ran: bool,
 }
 
 struct HostIo {
@@ -467,6 +469,7 @@ impl Engine {
             members: self.devices.iter().map(|d| d.stats().clone()).collect(),
             array_ios: self.array_ios,
             events: self.events,
+            resync_ran: self.resync.is_some(),
         }
     }
 

@@ -40,6 +40,9 @@ pub struct SimOutput {
     pub host_ios: u64,
     /// The disk model simulated (the preset with the plan's overrides).
     pub model: DiskModel,
+    /// md's initial resync ran alongside the workload (`resync = "during"` on a level
+    /// that has one).
+    pub resync_ran: bool,
 }
 
 /// The disk model a case asks for, with the plan's capacity and parameter overrides.
@@ -70,5 +73,6 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
         events: run.events,
         host_ios: run.read.ios + run.write.ios,
         model,
+        resync_ran: run.resync_ran,
     })
 }

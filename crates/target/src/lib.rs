@@ -107,6 +107,9 @@ impl Target for SimTarget {
                 "simulator": format!("raidlab-sim {}", env!("CARGO_PKG_VERSION")),
                 "disk_model": out.model,
                 "events": out.events,
+                // The same key the host and vm targets read from /proc/mdstat, so the
+                // report flags a simulated resync as it flags a measured one.
+                "resync_during_fio": out.resync_ran,
             }),
         })
     }
