@@ -17,6 +17,8 @@ pub use case::{Case, CaseId, DiskSet};
 pub use disk::{DiskKind, DiskModel};
 pub use plan::{Plan, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
-pub use spec::{ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache};
+pub use spec::{
+    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
+};
 pub use units::{Bytes, Nanos, UnitError};
 pub use workload::{Rw, Workload};

@@ -13,7 +13,9 @@
 
 use crate::case::{Case, DiskSet};
 use crate::disk::{DiskModel, DiskParams};
-use crate::spec::{ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache};
+use crate::spec::{
+    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
+};
 use crate::units::{Bytes, Nanos};
 use crate::workload::{Rw, Workload};
 use std::collections::BTreeSet;
@@ -857,7 +859,12 @@ impl<'a> Cx<'a> {
                                     },
                                     stripe_cache: match level {
                                         Level::Raid5 | Level::Raid6 if engine == Engine::Md => {
-                                            Some(stripe_cache.as_ref().map(|s| s.0).unwrap_or(256))
+                                            Some(
+                                                stripe_cache
+                                                    .as_ref()
+                                                    .map(|s| s.0)
+                                                    .unwrap_or(DEFAULT_STRIPE_CACHE),
+                                            )
                                         }
                                         _ => None,
                                     },

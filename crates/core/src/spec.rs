@@ -92,6 +92,9 @@ pub enum Resync {
     During,
 }
 
+/// md's `stripe_cache_size` when nobody sets it (4 KiB stripe heads per array).
+pub const DEFAULT_STRIPE_CACHE: u32 = 256;
+
 /// One array to build.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ArraySpec {
@@ -107,7 +110,7 @@ pub struct ArraySpec {
     pub write_cache: WriteCache,
     pub bitmap: Bitmap,
     pub resync: Resync,
-    /// raid5/6 `stripe_cache_size` in 4 KiB pages per member (kernel default 256).
+    /// raid5/6 `stripe_cache_size` in 4 KiB pages per member ([`DEFAULT_STRIPE_CACHE`]).
     pub stripe_cache: Option<u32>,
 }
 

@@ -7,7 +7,9 @@
 //! `docs/design.md`.
 
 use crate::expect::{Basis, Expectation};
-use raidlab_core::{stats, Bitmap, Case, DiskKind, Figures, Level, WriteCache};
+use raidlab_core::{
+    stats, Bitmap, Case, DiskKind, Figures, Level, WriteCache, DEFAULT_STRIPE_CACHE,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -32,8 +34,6 @@ pub const STRIPE_SHORTFALL: f64 = 0.5;
 /// `stripe_cache_size` (4 KiB pages per member) at or below which the cache counts as
 /// small (published: 256 → 50 MB/s, 4096 → 123 MB/s on one 3-disk raid5).
 pub const SMALL_STRIPE_CACHE: u64 = 1024;
-/// md's default `stripe_cache_size`.
-pub const DEFAULT_STRIPE_CACHE: u64 = 256;
 
 /// Which rule fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -234,7 +234,7 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
                 .get("stripe_cache_size")
                 .and_then(Value::as_u64)
         })
-        .unwrap_or(DEFAULT_STRIPE_CACHE);
+        .unwrap_or(DEFAULT_STRIPE_CACHE.into());
     if share >= STRIPE_SHORTFALL {
         return None;
     }

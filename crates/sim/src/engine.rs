@@ -20,7 +20,7 @@ use crate::slab::{Pool, Slab};
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
-use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache};
+use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache, DEFAULT_STRIPE_CACHE};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -374,7 +374,7 @@ impl Engine {
             row_mask: Vec::new(),
             stripe_gen: 0,
             rows_in_use: 0,
-            cache_rows: spec.stripe_cache.unwrap_or(256) as u64,
+            cache_rows: spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64,
             cache_blocked: false,
             blocked: VecDeque::new(),
             full_writes_flying: 0,
