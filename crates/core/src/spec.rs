@@ -170,7 +170,9 @@ impl ArraySpec {
         }
     }
 
-    /// A short label such as `raid10 f2 512k`, for tables and chart legends.
+    /// A short label such as `raid10 f2 512k`, for tables and chart legends. md settings
+    /// that are off their default and change what is measured are named too (`bitmap`,
+    /// `resyncing`, `stripe_cache=4096`), so two such arrays in one plan tell apart.
     pub fn label(&self) -> String {
         let mut s = self.level.to_string();
         // left-symmetric is the default everyone expects; name only the unusual ones.
@@ -181,6 +183,15 @@ impl ArraySpec {
         if let Some(c) = self.chunk {
             s.push(' ');
             s.push_str(&c.to_fio());
+        }
+        if let Some(n) = self.stripe_cache.filter(|&n| n != DEFAULT_STRIPE_CACHE) {
+            s.push_str(&format!(" stripe_cache={n}"));
+        }
+        if self.bitmap == Bitmap::Internal {
+            s.push_str(" bitmap");
+        }
+        if self.resync == Resync::During {
+            s.push_str(" resyncing");
         }
         s
     }
@@ -420,6 +431,30 @@ impl fmt::Display for Bitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_name_md_settings_off_their_default() {
+        let a = ArraySpec {
+            engine: Engine::Md,
+            level: Level::Raid5,
+            layout: Some(Layout::LeftSymmetric),
+            chunk: Some(Bytes::kib(512)),
+            disks: 4,
+            filesystem: Filesystem::None,
+            write_cache: WriteCache::Keep,
+            bitmap: Bitmap::None,
+            resync: Resync::Wait,
+            stripe_cache: Some(DEFAULT_STRIPE_CACHE),
+        };
+        assert_eq!(a.label(), "raid5 512k");
+        let b = ArraySpec {
+            stripe_cache: Some(4096),
+            bitmap: Bitmap::Internal,
+            resync: Resync::During,
+            ..a
+        };
+        assert_eq!(b.label(), "raid5 512k stripe_cache=4096 bitmap resyncing");
+    }
 
     #[test]
     fn layouts_roundtrip() {
