@@ -35,7 +35,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two results directories case by case, with a significance test on the repetitions.
     Compare(CompareArgs),
-    /// List block devices and whether the host target may use each, and why not.
+    /// List block devices and whether the host target may use each, and why not (--models:
+    /// the simulator's disk models and their parameters).
     Disks(DisksArgs),
     /// Undo what an interrupted host run left behind (mounts, arrays, signatures, caches).
     Cleanup(CleanupArgs),
