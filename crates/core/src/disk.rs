@@ -129,13 +129,7 @@ impl DiskModel {
         let obj = value.as_object().expect("a model's kind is a struct");
         obj.iter()
             .filter(|(k, _)| k.as_str() != "kind")
-            .map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                (k.clone(), text)
-            })
+            .map(|(k, v)| (k.clone(), param_text(v)))
             .collect()
     }
 
@@ -148,12 +142,6 @@ impl DiskModel {
             return Ok(self);
         }
         let mut value = serde_json::to_value(&self.kind).expect("plain data serialises");
-        let names: Vec<String> = self
-            .params()
-            .into_iter()
-            .map(|(k, _)| k)
-            .filter(|k| k != "capacity")
-            .collect();
         let mut kind = self.kind.clone();
         for (key, raw) in params {
             let err = |why: String| ParamError {
@@ -168,6 +156,12 @@ impl DiskModel {
             }
             let obj = value.as_object_mut().expect("a model's kind is a struct");
             let Some(old) = obj.get(key).cloned().filter(|_| key != "kind") else {
+                let names: Vec<String> = self
+                    .params()
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| k != "capacity")
+                    .collect();
                 return Err(err(format!(
                     "{} has no such parameter; its parameters are: {}",
                     self.name,
@@ -176,11 +170,11 @@ impl DiskModel {
             };
             obj.insert(key.clone(), param_json(raw));
             kind = serde_json::from_value(value.clone()).map_err(|_| {
-                let like = match &old {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                err(format!("expects a value like {}'s {like}", self.name))
+                err(format!(
+                    "expects a value like {}'s {}",
+                    self.name,
+                    param_text(&old)
+                ))
             })?;
         }
         let model = DiskModel { kind, ..self };
@@ -270,6 +264,14 @@ fn hdd(name: &str, source: &str, p: HddParams) -> DiskModel {
         name: name.into(),
         source: source.into(),
         kind: DiskKind::Hdd(p),
+    }
+}
+
+/// A parameter's value as a plan writes it: strings (durations, sizes) without quotes.
+fn param_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }
 
