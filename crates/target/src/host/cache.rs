@@ -80,6 +80,16 @@ pub fn command(path: &str, name: &str, method: Method, on: bool) -> String {
     }
 }
 
+/// Put the cache back as it `was` (nothing runs if it already is); returns the command
+/// line that does it, for the record.
+pub fn restore(path: &str, name: &str, was: bool) -> Result<String, String> {
+    let (now, method) = get(path, name)?;
+    if now != was {
+        set(path, name, method, was)?;
+    }
+    Ok(command(path, name, method, was))
+}
+
 /// Turn the cache on or off with `method`.
 pub fn set(path: &str, name: &str, method: Method, on: bool) -> Result<(), String> {
     let ok = match method {

@@ -314,12 +314,7 @@ pub fn undo(u: &Undo) -> Result<(), String> {
             run(&argv)
         }
         Undo::RestoreCache { device, was } => {
-            let name = devices::kernel_name(device)?;
-            let (now, method) = cache::get(device, &name)?;
-            if now != *was {
-                cache::set(device, &name, method, *was)?;
-            }
-            Ok(())
+            cache::restore(device, &devices::kernel_name(device)?, *was).map(drop)
         }
     }
 }

@@ -306,10 +306,7 @@ impl HostTarget {
                         device: dev.clone(),
                         was,
                     };
-                    let name = devices::kernel_name(dev)?;
-                    let (_, method) = cache::get(dev, &name)?;
-                    shown = cache::command(dev, &name, method, was);
-                    journal::undo(&u)?;
+                    shown = cache::restore(dev, &devices::kernel_name(dev)?, was)?;
                     self.journal().close_entry(&u)?;
                     if let Some(i) = r.opened.iter().rposition(|o| *o == u) {
                         r.opened.remove(i);
