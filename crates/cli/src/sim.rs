@@ -93,7 +93,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
             // Held against the model from the simulated disk (no baseline here).
             let e = raidlab_model::expectation(case, Some(&out.model), None);
             let log = raidlab_model::iops_per_second(&out.iops_log);
-            let environment = serde_json::json!({ "resync_during_fio": out.resync_ran });
+            let environment = out.environment(a.seed);
             let found = raidlab_model::anomalies(&raidlab_model::Observation {
                 case,
                 figures: &parsed.figures,

@@ -45,6 +45,22 @@ pub struct SimOutput {
     pub resync_ran: bool,
 }
 
+impl SimOutput {
+    /// What a simulated result records as its environment: the simulator, seed and disk
+    /// model, and `resync_during_fio` — the key the host and vm targets read from
+    /// `/proc/mdstat` — so the report flags a simulated resync as it flags a measured one.
+    pub fn environment(&self, seed: u64) -> serde_json::Value {
+        serde_json::json!({
+            "target": "sim",
+            "seed": seed,
+            "simulator": format!("raidlab-sim {}", env!("CARGO_PKG_VERSION")),
+            "disk_model": self.model,
+            "events": self.events,
+            "resync_during_fio": self.resync_ran,
+        })
+    }
+}
+
 /// The disk model a case asks for, with the plan's capacity and parameter overrides.
 pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
     match case.disks.resolved_model() {

@@ -95,22 +95,14 @@ impl Target for SimTarget {
         // Each repetition gets its own seed, derived so runs stay reproducible.
         let seed = self.seed.wrapping_add(repetition as u64 * 0x1000_0000_0001);
         let out = raidlab_sim::simulate(case, seed)?;
+        let environment = out.environment(seed);
         Ok(CaseOutput {
             fio_json: out.fio_json.into_bytes(),
             logs: vec![
                 ("iops.log".into(), out.iops_log.into_bytes()),
                 ("lat.log".into(), out.lat_log.into_bytes()),
             ],
-            environment: serde_json::json!({
-                "target": "sim",
-                "seed": seed,
-                "simulator": format!("raidlab-sim {}", env!("CARGO_PKG_VERSION")),
-                "disk_model": out.model,
-                "events": out.events,
-                // The same key the host and vm targets read from /proc/mdstat, so the
-                // report flags a simulated resync as it flags a measured one.
-                "resync_during_fio": out.resync_ran,
-            }),
+            environment,
         })
     }
 }
