@@ -12,7 +12,7 @@
 use raidlab_store::Store;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 const TOOLS: &[&str] = &[
@@ -109,6 +109,17 @@ fn lab() -> &'static Path {
         Ok(p) => p,
         Err(e) => panic!("raidlab lab build failed:\n{e}"),
     }
+}
+
+/// For a test that boots the VM: `None` where it cannot run here (skipped with the reason,
+/// a failure in CI); else the lock that keeps VMs one at a time, with the lab built.
+fn booting() -> Option<MutexGuard<'static, ()>> {
+    if !can_run() {
+        return None;
+    }
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    lab();
+    Some(guard)
 }
 
 fn kver() -> String {
@@ -296,11 +307,9 @@ const THROTTLED: &str = "[disks]\ncount = 4\nmodel = \"throttle-75\"\ncapacity =
 /// queue depth 4 on four 75-IOPS members against theory and the simulator.
 #[test]
 fn md_raid0_raid5_throttled_in_one_boot() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lab();
+    };
     let body = format!(
         "{THROTTLED}[[arrays]]\nlevel = [\"raid0\", \"raid5\"]\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = [\"randwrite\", \"randread\"]\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"6s\"\n"
     );
@@ -320,11 +329,9 @@ fn md_raid0_raid5_throttled_in_one_boot() {
 /// Every other md level created in the guest, in one boot: raid1, raid10 n2/f2/o2, raid6.
 #[test]
 fn md_all_levels_throttled_in_one_boot() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lab();
+    };
     let body = format!(
         "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[arrays]]\nlevel = \"raid10\"\nlayout = [\"n2\", \"f2\", \"o2\"]\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[arrays]]\nlevel = \"raid6\"\nchunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\n[[workloads]]\nrw = \"randwrite\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"6s\"\n"
     );
@@ -345,11 +352,9 @@ fn md_all_levels_throttled_in_one_boot() {
 /// the simulator's resync model predicts what it pays.
 #[test]
 fn md_raid10_during_its_initial_resync() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lab();
+    };
     let body = format!(
         "{THROTTLED}[[arrays]]\nlevel = \"raid10\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"during\"\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"10s\"\n"
     );
@@ -374,11 +379,9 @@ fn md_raid10_during_its_initial_resync() {
 /// an error naming the command, with mkfs's own words and the guest console's tail.
 #[test]
 fn guest_failure_is_a_clear_error() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lab();
+    };
     let tmp = tempfile::Builder::new()
         .prefix("raidlab-vm-")
         .tempdir()
@@ -439,11 +442,9 @@ fn alive(pid: u32) -> bool {
 /// Ctrl-C while the guest runs: raidlab kills the qemu it started and says how to resume.
 #[test]
 fn interrupt_kills_the_vm() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    lab();
+    };
     let tmp = tempfile::Builder::new()
         .prefix("raidlab-vm-")
         .tempdir()
