@@ -500,7 +500,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let params = self.disk_params(t, model.as_deref())?;
+        let params = self.disk_params(t, model.as_deref(), capacity.as_ref().map(|c| c.0))?;
         let set = DiskSet {
             count,
             model,
@@ -509,29 +509,17 @@ impl<'a> Cx<'a> {
             devices,
             params,
         };
-        if let Err(e) = set.resolved_model() {
-            let key = set
-                .params
-                .keys()
-                .find(|k| e.starts_with(&format!("disks.params.{k} ")))
-                .cloned();
-            let at = key.as_deref().and_then(|k| {
-                let params = t.get("params")?.as_table_like()?;
-                params.key(k).and_then(|key| key.span())
-            });
-            let field = key.map_or("disks.params".to_string(), |k| format!("disks.params.{k}"));
-            let message = e
-                .split_once(": ")
-                .map_or(e.as_str(), |(_, why)| why)
-                .to_string();
-            let value = key_value(&set.params, &field);
-            return Err(self.err(at, &field, value, message));
-        }
         Ok(set)
     }
 
-    /// `[disks.params]`: overrides of the model's figures, kept as written.
-    fn disk_params(&self, t: &Table, model: Option<&str>) -> Result<DiskParams, PlanError> {
+    /// `[disks.params]`: overrides of the model's figures, kept as written, checked against
+    /// the model (with the plan's capacity) they override.
+    fn disk_params(
+        &self,
+        t: &Table,
+        model: Option<&str>,
+        capacity: Option<Bytes>,
+    ) -> Result<DiskParams, PlanError> {
         let Some(item) = t.get("params") else {
             return Ok(DiskParams::new());
         };
@@ -567,6 +555,21 @@ impl<'a> Cx<'a> {
                 }
             };
             params.insert(k.to_string(), text);
+        }
+        if let Some(m) = model {
+            let preset = DiskModel::preset(m).expect("disks.model was checked");
+            let preset = match capacity {
+                Some(c) => preset.with_capacity(c),
+                None => preset,
+            };
+            if let Err(e) = preset.with_params(&params) {
+                return Err(self.err(
+                    table.key(&e.key).and_then(|k| k.span()),
+                    &format!("disks.params.{}", e.key),
+                    Some(format!("{:?}", e.value)),
+                    e.why,
+                ));
+            }
         }
         Ok(params)
     }
@@ -1077,12 +1080,6 @@ word_enum!(ResyncName, Resync, "use wait, assume-clean or during", {
     "wait" => Resync::Wait, "assume-clean" => Resync::AssumeClean, "during" => Resync::During,
 });
 
-/// The value of `disks.params.KEY`, quoted, for an error.
-fn key_value(params: &DiskParams, field: &str) -> Option<String> {
-    let key = field.strip_prefix("disks.params.")?;
-    params.get(key).map(|v| format!("{v:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1218,6 +1215,9 @@ repeat = 1
         assert_eq!(e.field, "disks.params.avg_seek");
         assert_eq!(e.value.as_deref(), Some("\"soon\""));
         assert!(e.message.contains("8500us"), "{}", e.message);
+        let e = parse(&with_params("avg_seek = \"a: b\"")).unwrap_err();
+        assert_eq!(e.value.as_deref(), Some("\"a: b\""));
+        assert!(e.message.starts_with("expects a value like"), "{}", e.message);
         let e = parse(&with_params("queue_depth = true")).unwrap_err();
         assert_eq!(e.field, "disks.params.queue_depth");
         let e =
