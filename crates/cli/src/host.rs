@@ -28,10 +28,12 @@ pub fn disks(a: DisksArgs) -> Result<()> {
         None => None,
     };
     let destroy: BTreeSet<String> = a.destroy_data_on.iter().cloned().collect();
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "{:<14} {:>10} {:<4} {:<24} {:<34} verdict",
         "device", "size", "rot", "model", "serial"
-    );
+    )?;
     let mut all = devices::all();
     // The plan's devices first, under the path the plan names them by.
     if let Some(p) = &planned {
@@ -49,7 +51,8 @@ pub fn disks(a: DisksArgs) -> Result<()> {
         } else {
             "refused"
         };
-        println!(
+        writeln!(
+            out,
             "{:<14} {:>10} {:<4} {:<24} {:<34} {verdict}: {}",
             d.name,
             size(d.size_bytes),
@@ -57,7 +60,7 @@ pub fn disks(a: DisksArgs) -> Result<()> {
             d.model.as_deref().unwrap_or("-"),
             d.serial.as_deref().unwrap_or("-"),
             v.reason(&destroy)
-        );
+        )?;
     }
     Ok(())
 }

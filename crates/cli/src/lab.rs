@@ -4,9 +4,11 @@
 use crate::args::LabCommand;
 use anyhow::Result;
 use raidlab_target::vm::{self, lab};
+use std::io::Write;
 use std::time::Instant;
 
 pub fn lab(c: LabCommand) -> Result<()> {
+    let mut out = std::io::stdout().lock();
     match c {
         LabCommand::Build { kernel } => {
             let t0 = Instant::now();
@@ -18,14 +20,14 @@ pub fn lab(c: LabCommand) -> Result<()> {
                 l.dir.display()
             );
             let (a, why) = vm::accel(&l, true).map_err(anyhow::Error::msg)?;
-            println!("acceleration: {a} ({why})");
+            writeln!(out, "acceleration: {a} ({why})")?;
             Ok(())
         }
         LabCommand::Status => {
             let labs = lab::cached();
-            println!("lab cache: {}", lab::root().display());
+            writeln!(out, "lab cache: {}", lab::root().display())?;
             if labs.is_empty() {
-                println!("nothing built: run `raidlab lab build`");
+                writeln!(out, "nothing built: run `raidlab lab build`")?;
                 return Ok(());
             }
             for l in &labs {
@@ -33,18 +35,19 @@ pub fn lab(c: LabCommand) -> Result<()> {
                 let size = std::fs::metadata(l.initramfs())
                     .map(|m| m.len() >> 20)
                     .unwrap_or(0);
-                println!(
+                writeln!(
+                    out,
                     "kernel {} ({}): {} modules, initramfs {} MiB",
                     l.kver,
                     info["package"].as_str().unwrap_or("?"),
                     info["modules"].as_array().map(|a| a.len()).unwrap_or(0),
                     size
-                );
+                )?;
             }
             let current = labs.last().expect("not empty");
-            println!("--target vm uses kernel {}", current.kver);
+            writeln!(out, "--target vm uses kernel {}", current.kver)?;
             let (a, why) = vm::accel(current, true).map_err(anyhow::Error::msg)?;
-            println!("acceleration: {a} ({why})");
+            writeln!(out, "acceleration: {a} ({why})")?;
             Ok(())
         }
     }

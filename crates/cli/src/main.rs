@@ -166,11 +166,3 @@ fn report(a: args::ReportArgs) -> Result<()> {
     }
     Ok(())
 }
-
-/// Write to standard output; a closed pipe (`| head`) ends quietly, as in other tools.
-pub(crate) fn print_stdout(bytes: &[u8]) -> Result<()> {
-    match std::io::stdout().lock().write_all(bytes) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
-    }
-}

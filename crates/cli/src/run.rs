@@ -14,6 +14,7 @@ use raidlab_target::{script, RunContext, Target};
 
 /// Estimated seconds of array creation, mkfs and teardown per case, for the ETA.
 const SETUP_SECS: u64 = 5;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -341,7 +342,8 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
             let _ = writeln!(s, "# (the array stays up for the next case)");
         }
     }
-    crate::print_stdout(s.as_bytes())
+    std::io::stdout().lock().write_all(s.as_bytes())?;
+    Ok(())
 }
 
 /// Measure (or read back) the per-disk baseline and warn about uneven members.

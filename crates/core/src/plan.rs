@@ -1217,7 +1217,11 @@ repeat = 1
         assert!(e.message.contains("8500us"), "{}", e.message);
         let e = parse(&with_params("avg_seek = \"a: b\"")).unwrap_err();
         assert_eq!(e.value.as_deref(), Some("\"a: b\""));
-        assert!(e.message.starts_with("expects a value like"), "{}", e.message);
+        assert!(
+            e.message.starts_with("expects a value like"),
+            "{}",
+            e.message
+        );
         let e = parse(&with_params("queue_depth = true")).unwrap_err();
         assert_eq!(e.field, "disks.params.queue_depth");
         let e =
