@@ -8,17 +8,6 @@ use raidlab_target::host::{devices, guard, journal};
 use std::collections::BTreeSet;
 use std::io::Write;
 
-fn size(b: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", units[u])
-}
-
 pub fn disks(a: DisksArgs) -> Result<()> {
     if a.models {
         return Ok(models()?);
@@ -55,7 +44,7 @@ pub fn disks(a: DisksArgs) -> Result<()> {
             out,
             "{:<14} {:>10} {:<4} {:<24} {:<34} {verdict}: {}",
             d.name,
-            size(d.size_bytes),
+            raidlab_core::Bytes(d.size_bytes).to_string(),
             if d.rotational { "yes" } else { "no" },
             d.model.as_deref().unwrap_or("-"),
             d.serial.as_deref().unwrap_or("-"),
