@@ -245,6 +245,13 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
             "no md array during fio: {}",
             r.environment["during"]
         );
+        // fio's per-second logs come back too, as the host and sim targets store them.
+        for log in ["iops.log", "lat.log"] {
+            let path = store.raw_path(r);
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let p = path.with_file_name(format!("{stem}-{log}"));
+            assert!(p.exists(), "{} missing", p.display());
+        }
         // fio's JSON is stored byte for byte as the guest wrote it.
         let stored = std::fs::read(store.raw_path(r)).unwrap();
         let guest = std::fs::read_dir(vm.join(".vm"))

@@ -31,19 +31,6 @@ pub struct Baseline {
     pub warnings: Vec<String>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return 0.0;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Members whose figures stray more than [`TOLERANCE`] from the median.
 pub fn outliers(members: &[Member]) -> Vec<String> {
     let mut out = Vec::new();
@@ -55,7 +42,8 @@ pub fn outliers(members: &[Member]) -> Vec<String> {
         ),
         ("sequential read", "MiB/s", |m: &Member| m.read_mib_s),
     ] {
-        let med = median(members.iter().map(get).collect());
+        let values: Vec<f64> = members.iter().map(get).collect();
+        let med = raidlab_core::stats::median(&values).unwrap_or(0.0);
         if med <= 0.0 {
             continue;
         }

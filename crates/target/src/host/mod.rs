@@ -494,10 +494,11 @@ impl Target for HostTarget {
                 Err(e) => failure = Some(e),
             }
             if fio_run {
-                resync_during |= resyncing(&read_opt("/proc/mdstat"));
+                let mdstat = read_opt("/proc/mdstat");
+                resync_during |= resyncing(&mdstat);
                 during = serde_json::json!({
                     "members": self.member_state(members),
-                    "mdstat": read_opt("/proc/mdstat"),
+                    "mdstat": mdstat,
                     "md_detail": if case.array.engine == Engine::Md && case.array.level != Level::Single {
                         command_output(&["mdadm", "--detail", script::MD])
                     } else { serde_json::Value::Null },

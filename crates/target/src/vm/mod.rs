@@ -472,9 +472,12 @@ impl VmTarget {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_else(|| serde_json::json!({}));
+        // The guest keeps fio's per-second logs as log-NAME, as the host target stores them.
         let mut logs = Vec::new();
-        if let Ok(l) = std::fs::read(d.join("log-iops.log")) {
-            logs.push(("iops.log".to_string(), l));
+        for name in ["iops.log", "lat.log"] {
+            if let Ok(l) = std::fs::read(d.join(format!("log-{name}"))) {
+                logs.push((name.to_string(), l));
+            }
         }
         let throttled = matches!(
             self.model.as_ref().map(|m| &m.kind),
