@@ -135,10 +135,9 @@ fn kver() -> String {
 
 #[test]
 fn lab_build_from_debian_packages() {
-    if !can_run() {
+    let Some(_g) = booting() else {
         return;
-    }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let dir = lab().join(kver());
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("lab.json")).unwrap()).unwrap();
