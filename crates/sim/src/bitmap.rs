@@ -116,11 +116,6 @@ impl Bitmap {
         self.done
     }
 
-    /// Flushes completed so far.
-    pub fn flushed(&self) -> u64 {
-        self.done
-    }
-
     /// One daemon pass; true when bits were cleared (the page must be written).
     pub fn daemon(&mut self) -> bool {
         let mut cleared = false;

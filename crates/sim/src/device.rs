@@ -404,7 +404,7 @@ impl Hdd {
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
-            let ack = self.p.overhead.0 as f64 + op.len as f64 / (self.p.interface_mb_s * 1e-3);
+            let ack = self.overhead + op.len as f64 / (self.p.interface_mb_s * 1e-3);
             out.wakes.push((Nanos(now.0 + ack as u64), ACK | op.tag));
             self.dirty += op.len;
             self.destage.push_back(Queued { destage: true, ..q });

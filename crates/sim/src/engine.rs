@@ -954,10 +954,10 @@ impl Engine {
         let rows_needed = self.new_rows_in(slot, s, e);
         if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
             let free = self.cache_rows.saturating_sub(self.rows_in_use);
-            let cut = if self.cache_blocked || free == 0 {
-                s
+            let (cut, rows) = if self.cache_blocked || free == 0 {
+                (s, 0)
             } else {
-                self.fitting_end(stripe, s, e, free)
+                self.fitting_end(slot, s, e, free)
             };
             self.cache_blocked = true;
             if cut == s {
@@ -971,7 +971,6 @@ impl Engine {
             // The write now has one more piece on this stripe to wait for.
             self.hosts.get(host).remaining += 1;
             self.blocked.push_front((host, stripe, cut, e));
-            let rows = self.new_rows_in(slot, s, cut);
             self.admit(host, stripe, slot, s, cut, rows);
             return;
         }
@@ -979,24 +978,26 @@ impl Engine {
     }
 
     /// The furthest row boundary `m` in `(s, e]` such that `[s, m)` needs at most `free`
-    /// new stripe heads; `s` when not even the first row fits.
-    fn fitting_end(&mut self, stripe: u64, s: u64, e: u64, free: u64) -> u64 {
+    /// new stripe heads of the stripe at `slot`, with that count; `(s, 0)` when not even
+    /// the first row fits.
+    fn fitting_end(&mut self, slot: Option<u32>, s: u64, e: u64, free: u64) -> (u64, u64) {
         let first = s / ROW;
         let end_of = |k: u64| ((first + k) * ROW).min(e);
         // Row boundaries after s: k = 1 ..= rows; k = 0 is s itself (nothing fits).
-        let (mut lo, mut hi) = (0, e.div_ceil(ROW) - first);
+        let (mut lo, mut hi, mut rows) = (0, e.div_ceil(ROW) - first, 0);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if self.new_rows(stripe, s, end_of(mid)) <= free {
-                lo = mid;
+            let n = self.new_rows_in(slot, s, end_of(mid));
+            if n <= free {
+                (lo, rows) = (mid, n);
             } else {
                 hi = mid - 1;
             }
         }
         if lo == 0 {
-            s
+            (s, 0)
         } else {
-            end_of(lo)
+            (end_of(lo), rows)
         }
     }
 
@@ -1071,13 +1072,8 @@ impl Engine {
         }
     }
 
-    /// Stripe heads a write to `[s, e)` adds: rows not yet held by the stripe's open set.
-    fn new_rows(&mut self, stripe: u64, s: u64, e: u64) -> u64 {
-        let slot = self.stripe_slot(stripe);
-        self.new_rows_in(slot, s, e)
-    }
-
-    /// `new_rows` for the stripe held at `slot` (if md holds it).
+    /// Stripe heads a write to `[s, e)` adds: rows not yet held by the open set of the
+    /// stripe held at `slot` (if md holds it).
     fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
         let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
