@@ -162,6 +162,10 @@ pub struct SimArgs {
     /// Use only the first SPAN bytes of each disk, e.g. 30g.
     #[arg(long)]
     pub span: Option<String>,
+    /// Commands the host adapter keeps in flight across all disks at once (an HBA's
+    /// queue, a port multiplier) [default: no limit, each disk on its own port]
+    #[arg(long, value_name = "N")]
+    pub host_queue: Option<u32>,
     /// RAID level: single, raid0, raid1, raid10, raid5, raid6.
     #[arg(long, default_value = "raid5")]
     pub level: String,

@@ -23,6 +23,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if let Some(s) = &a.span {
         text += &format!("span = {}\n", quoted(s));
     }
+    if let Some(n) = a.host_queue {
+        text += &format!("host_queue = {n}\n");
+    }
     if !a.disk_param.is_empty() {
         text += "[disks.params]\n";
         for p in &a.disk_param {

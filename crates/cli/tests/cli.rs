@@ -169,15 +169,19 @@ fn bad_plans_name_file_line_field_and_fix() {
     let text = std::fs::read_to_string(root().join("examples/seed-2013.toml"))
         .unwrap()
         .replace("count = 6", "count = 3");
+    let line = 1 + text
+        .lines()
+        .position(|l| l.starts_with("level = "))
+        .unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, text).unwrap();
     raidlab()
         .args(["plan", path.to_str().unwrap()])
         .assert()
         .failure()
-        .stderr(predicate::str::contains(
-            "bad.toml:15: arrays.level = \"raid6\": raid6 needs at least 4 disks",
-        ));
+        .stderr(predicate::str::contains(format!(
+            "bad.toml:{line}: arrays.level = \"raid6\": raid6 needs at least 4 disks"
+        )));
 }
 
 #[test]
@@ -636,4 +640,54 @@ fn a_target_that_cannot_start_leaves_no_results_directory() {
         !out.join("raidlab.sqlite").exists(),
         "a rerun would ask for --resume of a run that never started"
     );
+}
+
+/// `--host-queue` reaches the simulator (raid10's second copy waits for a slot), a zero
+/// is refused by the flag's name, and a real target says it runs on the adapter it has.
+#[test]
+fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
+    let iops = |extra: &[&str]| {
+        let out = raidlab()
+            .args(["sim", "--disks", "6", "--disk", "hdd-7200-500g-2010"])
+            .args(["--level", "raid10", "--rw", "randwrite", "--iodepth", "4"])
+            .args(["--size", "10g", "--runtime", "10s", "--format", "fio-json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["jobs"][0]["write"]["iops"].as_f64().unwrap()
+    };
+    let (free, capped) = (iops(&[]), iops(&["--host-queue", "4"]));
+    assert!(
+        capped < free * 0.85,
+        "{capped:.1} IOPS behind 4 slots, {free:.1} without"
+    );
+    raidlab()
+        .args(["sim", "--host-queue", "0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("disks.host_queue = 0"))
+        .stderr(predicate::str::contains("(from --host-queue)"));
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    let text = std::fs::read_to_string(root().join("examples/seed-2013.toml")).unwrap();
+    let text = text.replace("host_queue = 3\n", "");
+    std::fs::write(&plan, text.replace("[arrays]", "host_queue = 4\n[arrays]")).unwrap();
+    raidlab()
+        .args(["run", "--target", "host", "--out"])
+        .arg(dir.path().join("r"))
+        .arg(&plan)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "host_queue = 4 is for the sim target; the host target runs on the adapter it has",
+        ))
+        .stderr(predicate::str::contains(
+            "the host target needs real devices",
+        ));
 }

@@ -30,6 +30,11 @@ pub struct DiskSet {
     /// Overrides of the model's figures (`[disks.params]`).
     #[serde(default, skip_serializing_if = "DiskParams::is_empty")]
     pub params: DiskParams,
+    /// Commands the host adapter keeps in flight across all the disks at once (a SCSI
+    /// host's `can_queue`, a port multiplier, a small HBA); `None`: each disk on its own
+    /// port, limited only by its own queue. Simulated only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_queue: Option<u32>,
 }
 
 impl DiskSet {
@@ -100,6 +105,8 @@ struct Identity<'a> {
     span: &'a Option<Bytes>,
     #[serde(skip_serializing_if = "DiskParams::is_empty")]
     params: &'a DiskParams,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_queue: &'a Option<u32>,
     array: &'a ArraySpec,
     workload: &'a Workload,
 }
@@ -121,6 +128,7 @@ impl Case {
             capacity: &disks.capacity,
             span: &disks.span,
             params: &disks.params,
+            host_queue: &disks.host_queue,
             array,
             workload,
         };

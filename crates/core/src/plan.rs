@@ -431,7 +431,15 @@ impl<'a> Cx<'a> {
         self.known_keys(
             t,
             "disks",
-            &["count", "model", "capacity", "span", "devices", "params"],
+            &[
+                "count",
+                "model",
+                "capacity",
+                "span",
+                "devices",
+                "params",
+                "host_queue",
+            ],
         )?;
         let devices: Vec<String> = self
             .many::<String>(t, "disks", "devices", "device path")?
@@ -501,6 +509,17 @@ impl<'a> Cx<'a> {
             }
         }
         let params = self.disk_params(t, model.as_deref(), capacity.as_ref().map(|c| c.0))?;
+        let host_queue = match self.single::<u32>(t, "disks", "host_queue", "command count")? {
+            Some((0, span)) => {
+                return Err(self.err(
+                    span,
+                    "disks.host_queue",
+                    Some("0".into()),
+                    "the host adapter takes at least one command; drop host_queue for disks on their own ports",
+                ))
+            }
+            other => other.map(|(n, _)| n),
+        };
         let set = DiskSet {
             count,
             model,
@@ -508,6 +527,7 @@ impl<'a> Cx<'a> {
             span: span.map(|s| s.0),
             devices,
             params,
+            host_queue,
         };
         Ok(set)
     }
@@ -1186,6 +1206,20 @@ repeat = 1
 
     fn with_params(params: &str) -> String {
         SEED_2013.replace("[arrays]", &format!("[disks.params]\n{params}\n[arrays]"))
+    }
+
+    #[test]
+    fn host_queue_is_part_of_the_case_only_when_set() {
+        let plain = parse(SEED_2013).unwrap();
+        assert_eq!(plain.disks.host_queue, None);
+        let queued = parse(&SEED_2013.replace("[arrays]", "host_queue = 4\n[arrays]")).unwrap();
+        assert_eq!(queued.cases()[0].disks.host_queue, Some(4));
+        for (a, b) in plain.cases().iter().zip(queued.cases()) {
+            assert_ne!(a.id, b.id, "another adapter is another experiment");
+        }
+        let e = parse(&SEED_2013.replace("[arrays]", "host_queue = 0\n[arrays]")).unwrap_err();
+        assert_eq!(e.field, "disks.host_queue");
+        assert!(e.message.contains("drop host_queue"), "{}", e.message);
     }
 
     #[test]

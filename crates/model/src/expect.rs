@@ -217,6 +217,7 @@ pub(crate) mod tests {
             span: None,
             devices: vec![],
             params: Default::default(),
+            host_queue: None,
         };
         Case::new(spec(level, layout, disks), disks_set, w)
     }

@@ -34,7 +34,8 @@ pub fn baseline_key(case: &Case) -> String {
 /// Random workloads are scaled by [`expect::utilisation`]: fio's `iodepth × numjobs`
 /// I/Os, each occupying one member for a read or its write-phase members for a write,
 /// land on random members and leave some idle — except on `throttle` members, whose
-/// token buckets bank idle time.
+/// token buckets bank idle time. A host adapter's queue (`disks.host_queue`) caps the
+/// member I/Os in flight.
 pub fn expectation(
     case: &Case,
     model: Option<&DiskModel>,
@@ -76,7 +77,11 @@ pub fn expectation(
     }
     let rf = w.rw.read_fraction(w.rwmixread);
     let per_io = rf + (1.0 - rf) * expect::write_cost(a).1 as f64;
-    Some(e.with_utilisation(expect::utilisation(members, outstanding * per_io)))
+    let in_flight = match case.disks.host_queue {
+        Some(slots) => (outstanding * per_io).min(slots as f64),
+        None => outstanding * per_io,
+    };
+    Some(e.with_utilisation(expect::utilisation(members, in_flight)))
 }
 
 /// A fio-style per-second log (`msec, value, direction, bs, offset` per line) as
@@ -138,6 +143,23 @@ pub(crate) mod tests {
         assert!((e.iops - 300.0).abs() < 1.0, "{}", e.iops);
         let h = DiskModel::preset("hdd-7200").unwrap();
         assert!(expectation(&c, Some(&h), None).unwrap().utilisation < 1.0);
+    }
+
+    #[test]
+    fn a_host_queue_caps_the_member_ios_in_flight() {
+        let m = DiskModel::preset("hdd-7200-500g-2010").unwrap();
+        let mut c = case(Level::Raid10, None, 6, Rw::RandWrite, 4096);
+        let free = expectation(&c, Some(&m), None).unwrap();
+        assert!((free.utilisation - expect::utilisation(6, 8.0)).abs() < 1e-12);
+        c.disks.host_queue = Some(3);
+        let capped = expectation(&c, Some(&m), None).unwrap();
+        assert!((capped.utilisation - expect::utilisation(6, 3.0)).abs() < 1e-12);
+        assert!(
+            capped.iops < free.iops * 0.7,
+            "{} vs {}",
+            capped.iops,
+            free.iops
+        );
     }
 
     #[test]

@@ -299,6 +299,17 @@ pub struct Engine {
     outs: Vec<Box<Out>>,
     /// `start_phase`'s (member, end of its wakes) list, kept for its buffer.
     phase_ends: Vec<(u32, usize)>,
+    adapter: Adapter,
+}
+
+/// The host adapter the members hang off: at most `slots` commands in flight across all
+/// of them (`DiskSet::host_queue`); the rest wait in arrival order, as the SCSI midlayer
+/// holds requests when the host is busy. Unlimited when the plan sets no `host_queue`.
+struct Adapter {
+    limited: bool,
+    slots: u32,
+    busy: u32,
+    waiting: VecDeque<(u32, MemberOp)>,
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -393,6 +404,12 @@ impl Engine {
             events: 0,
             outs: Vec::new(),
             phase_ends: Vec::new(),
+            adapter: Adapter {
+                limited: case.disks.host_queue.is_some(),
+                slots: case.disks.host_queue.unwrap_or(u32::MAX),
+                busy: 0,
+                waiting: VecDeque::new(),
+            },
             geo,
         }
     }
@@ -482,9 +499,40 @@ impl Engine {
         out.wakes.clear();
         for i in 0..out.done.len() {
             let tag = out.done[i];
+            if self.adapter.limited {
+                self.adapter_release();
+            }
             self.op_done(tag as u32);
         }
         out.done.clear();
+    }
+
+    /// Hand a command to a member through the host adapter, or queue it there while all
+    /// the adapter's slots are taken.
+    #[inline]
+    fn member_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
+        if !self.adapter.limited {
+            self.devices[disk as usize].submit(self.now, op, out);
+            return;
+        }
+        if self.adapter.busy == self.adapter.slots {
+            self.adapter.waiting.push_back((disk, op));
+            return;
+        }
+        self.adapter.busy += 1;
+        self.devices[disk as usize].submit(self.now, op, out);
+    }
+
+    /// A member completed a command: its slot goes to the longest-waiting command.
+    #[inline]
+    fn adapter_release(&mut self) {
+        self.adapter.busy -= 1;
+        if let Some((disk, op)) = self.adapter.waiting.pop_front() {
+            let mut out = self.outs.pop().unwrap_or_default();
+            self.member_submit(disk, op, &mut out);
+            self.drain(disk, &mut out);
+            self.outs.push(out);
+        }
     }
 
     fn issue(&mut self, slot: u32) {
@@ -826,7 +874,7 @@ impl Engine {
                 len: p.len,
                 tag: part_id as u64,
             };
-            self.devices[p.disk as usize].submit(self.now, op, &mut out);
+            self.member_submit(p.disk, op, &mut out);
             ends.push((p.disk, out.wakes.len()));
             if !out.done.is_empty() {
                 self.drain_phase(&ends, &mut out);
@@ -851,6 +899,9 @@ impl Engine {
         }
         out.wakes.clear();
         for i in 0..out.done.len() {
+            if self.adapter.limited {
+                self.adapter_release();
+            }
             self.op_done(out.done[i] as u32);
         }
         out.done.clear();

@@ -604,6 +604,7 @@ mod tests {
             span: None,
             devices: vec![],
             params: [("iops_total".to_string(), "150".to_string())].into(),
+            host_queue: None,
         };
         let m = disks.resolved_model().unwrap();
         let opts = VmTarget::throttling(m.as_ref());
