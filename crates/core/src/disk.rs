@@ -297,7 +297,9 @@ pub fn presets() -> Vec<DiskModel> {
              desktop figure of the time, e.g. Hitachi Deskstar 7K1000.C two-platter models; the \
              one-platter 500 GB 7K1000.C is specified at 14.0 ms read / 15.0 ms write: \
              avg_seek=14ms, write_settle=1ms), 1 ms track-to-track, 18 ms full stroke; \
-             ~125 → 65 MB/s outer → inner; 0.5 ms command overhead; SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
+             ~125 → 65 MB/s outer → inner; 0.16 ms command overhead (DiskSim's extracted \
+             7200 RPM model: 0.162 ms read hit, 0.23–0.63 ms write miss; write_settle adds \
+             0.3 ms to writes); SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
             HddParams {
                 capacity: Bytes(500_000_000_000),
                 rpm: 7200,
@@ -309,7 +311,7 @@ pub fn presets() -> Vec<DiskModel> {
                 avg_seek: ms(8.5),
                 full_stroke: ms(18.0),
                 write_settle: ms(0.3),
-                overhead: ms(0.5),
+                overhead: ms(0.16),
                 queue_depth: 32,
                 interface_mb_s: 300.0,
                 cache: Bytes::mib(16),

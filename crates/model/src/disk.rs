@@ -172,12 +172,12 @@ pub(crate) mod tests {
 
     #[test]
     fn a_2010_7200_rpm_disk_does_about_75_random_iops() {
-        // 0.5 ms overhead + 8.5 ms seek + 4.17 ms half revolution + 4096 B / 95 MB/s.
+        // 0.16 ms overhead + 8.5 ms seek + 4.17 ms half revolution + 4096 B / 95 MB/s.
         let m = DiskModel::preset("hdd-7200-500g-2010").unwrap();
         let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0, 1.0);
-        let expected = 1.0 / (0.0005 + 0.0085 + 30.0 / 7200.0 + 4096.0 / 95e6);
+        let expected = 1.0 / (0.00016 + 0.0085 + 30.0 / 7200.0 + 4096.0 / 95e6);
         assert!((d.read_iops - expected).abs() < 1e-9);
-        assert!((d.read_iops - 75.7).abs() < 0.1, "{}", d.read_iops);
+        assert!((d.read_iops - 77.7).abs() < 0.1, "{}", d.read_iops);
         assert!(d.write_iops < d.read_iops, "writes settle longer");
         // Whole disk at QD32: the NCQ table's ×1.8 beats rotational sorting.
         let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 32), 32.0, 1.0);

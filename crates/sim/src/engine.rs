@@ -276,6 +276,10 @@ pub struct Engine {
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
     preread_active: u32,
+    /// Host writes carry `REQ_SYNC` (fio's `direct=1`: O_DIRECT writes are sync), so
+    /// `raid5_make_request` marks their stripes pre-read-active at once: they skip the
+    /// delayed list and are not held back by full-stripe writes.
+    sync_writes: bool,
     delayed: Vec<u32>,
     /// md's write-intent bitmap, when the array has one; host writes waiting for a flush
     /// (flush number, host, offset, length).
@@ -390,6 +394,7 @@ impl Engine {
             blocked: VecDeque::new(),
             full_writes_flying: 0,
             preread_active: 0,
+            sync_writes: w.direct,
             delayed: Vec::new(),
             bitmap,
             bitmap_waiting: Vec::new(),
@@ -1172,7 +1177,7 @@ impl Engine {
             st.armed = false;
             return;
         }
-        if full_writes_flying > 0 {
+        if full_writes_flying > 0 && !self.sync_writes {
             // md keeps partial stripes back while full-stripe writes proceed.
             self.schedule_timer(id, gen);
             return;
@@ -1181,7 +1186,8 @@ impl Engine {
     }
 
     /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
-    /// joins md's delayed list (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
+    /// starts them now if its writes are sync, else joins md's delayed list
+    /// (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
     fn flush(&mut self, id: u32) {
         let dds = self.geo.data_disks() as u64;
         let st = self.stripes.get(id);
@@ -1196,6 +1202,9 @@ impl Engine {
         debug_assert_eq!(reads, needs_reads(&self.geo, &st.written));
         if !reads {
             self.launch(id, false);
+        } else if self.sync_writes {
+            self.preread_active += 1;
+            self.launch(id, true);
         } else {
             st.delayed = true;
             self.delayed.push(id);

@@ -55,6 +55,18 @@ fn seed_2013_raid0_random_write_matches_the_article() {
 }
 
 #[test]
+fn seed_2013_mirror_and_double_parity_writes_match_the_article() {
+    let p = plan("seed-2013.toml");
+    for (level, article) in [(Level::Raid10, 225.0), (Level::Raid6, 75.0)] {
+        let (iops, _, _, _) = run(find(&p, level, Rw::RandWrite));
+        assert!(
+            within(iops, article, 0.10),
+            "{level} randwrite {iops:.1} IOPS, article ≈ {article}"
+        );
+    }
+}
+
+#[test]
 fn seed_2013_reads_are_level_independent_and_raid10_not_below() {
     let p = plan("seed-2013.toml");
     let reads: Vec<(Level, f64)> = [Level::Raid0, Level::Raid10, Level::Raid5, Level::Raid6]
@@ -63,6 +75,10 @@ fn seed_2013_reads_are_level_independent_and_raid10_not_below() {
         .collect();
     let r0 = reads[0].1;
     for (l, iops) in &reads {
+        assert!(
+            within(*iops, 450.0, 0.10),
+            "{l} randread {iops:.1} IOPS, article ≈ 450"
+        );
         assert!(
             *iops >= r0 * 0.95,
             "{l} randread {iops:.1} below raid0's {r0:.1}"
