@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use raidlab_core::{stats, Case, DirectionFigures, DiskModel, Figures, Level};
-use raidlab_model::{anomalies, baseline_key, expectation, iops_per_second, Observation, Rule};
+use raidlab_model::{baseline_key, expectation, iops_per_second};
 use raidlab_report::{Detail, Row};
 use raidlab_store::{Store, StoredResult};
 use std::collections::BTreeMap;
@@ -113,7 +113,6 @@ pub fn build(store: &Store) -> Result<Built> {
                     .unwrap_or_default(),
                 ..Default::default()
             };
-            let mut rules: Vec<Rule> = Vec::new();
             if let Some(case) = &c.case {
                 let refs: Vec<&StoredResult> = results.iter().collect();
                 let model = disk_model(case, &refs);
@@ -146,30 +145,26 @@ pub fn build(store: &Store) -> Result<Built> {
                 } else {
                     ran
                 };
-                for (i, r) in results.iter().enumerate() {
-                    let log = iops_log(store, r)?;
-                    if i == 0 {
-                        detail.iops_per_second = log.clone();
-                        detail.lat_ms_per_second =
-                            read_log(store, r, "lat.log", raidlab_model::lat_ms_per_second)?;
-                    }
-                    for a in anomalies(&Observation {
-                        case,
-                        figures: &r.figures,
-                        environment: &r.environment,
-                        iops_per_second: &log,
-                        expectation: e.as_ref(),
-                    }) {
-                        rules.push(a.rule);
-                        let msg = if results.len() > 1 {
-                            format!("Repetition {}: {}", r.repetition, a.message)
-                        } else {
-                            a.message
-                        };
-                        detail.anomalies.push(msg);
-                    }
+                let logs = results
+                    .iter()
+                    .map(|r| iops_log(store, r))
+                    .collect::<Result<Vec<_>>>()?;
+                if let (Some(r), Some(log)) = (results.first(), logs.first()) {
+                    detail.iops_per_second = log.clone();
+                    detail.lat_ms_per_second =
+                        read_log(store, r, "lat.log", raidlab_model::lat_ms_per_second)?;
                 }
-                row.set_model(e.as_ref(), &rules);
+                let runs = results
+                    .iter()
+                    .zip(&logs)
+                    .map(|(r, log)| (&r.figures, &r.environment, log.as_slice()));
+                for (i, a) in row.judge(case, e.as_ref(), runs) {
+                    detail.anomalies.push(if results.len() > 1 {
+                        format!("Repetition {}: {}", results[i].repetition, a.message)
+                    } else {
+                        a.message
+                    });
+                }
             }
             built.rows.push(row);
             built.details.push(detail);

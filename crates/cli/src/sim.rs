@@ -97,15 +97,11 @@ pub fn sim(a: SimArgs) -> Result<()> {
             let e = raidlab_model::expectation(case, Some(&out.model), None);
             let log = raidlab_model::iops_per_second(&out.iops_log);
             let environment = out.environment(a.seed);
-            let found = raidlab_model::anomalies(&raidlab_model::Observation {
+            row.judge(
                 case,
-                figures: &parsed.figures,
-                environment: &environment,
-                iops_per_second: &log,
-                expectation: e.as_ref(),
-            });
-            let rules: Vec<_> = found.iter().map(|a| a.rule).collect();
-            row.set_model(e.as_ref(), &rules);
+                e.as_ref(),
+                [(&parsed.figures, &environment, log.as_slice())],
+            );
             let format = a.format.parse().map_err(|e: String| anyhow!(e))?;
             stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
         }

@@ -6,7 +6,7 @@
 //! the host commands and the renderer, not the simulator or SQLite.
 
 use raidlab_core::{DirectionFigures, DiskModel, DiskUtil, Figures, Plan};
-use raidlab_model::{anomalies, expectation, Observation};
+use raidlab_model::expectation;
 use raidlab_report::{export, html, Detail, Dim, Format, Metric, Report, Row};
 use std::path::Path;
 use std::time::Instant;
@@ -80,13 +80,6 @@ fn main() {
     let mut details: Vec<Detail> = Vec::with_capacity(1000);
     for (c, (f, log)) in cases.iter().zip(&inputs) {
         let e = expectation(c, Some(&model), None);
-        let found = anomalies(&Observation {
-            case: c,
-            figures: f,
-            environment: &env,
-            iops_per_second: log,
-            expectation: e.as_ref(),
-        });
         let mut row = Row::new(
             &c.id.0,
             Some(c),
@@ -94,12 +87,11 @@ fn main() {
             "sim",
             std::slice::from_ref(f),
         );
-        let rules: Vec<_> = found.iter().map(|a| a.rule).collect();
-        row.set_model(e.as_ref(), &rules);
+        let found = row.judge(c, e.as_ref(), [(f, &env, log.as_slice())]);
         rows.push(row);
         details.push(Detail {
             formula: e.map(|e| e.formula),
-            anomalies: found.into_iter().map(|a| a.message).collect(),
+            anomalies: found.into_iter().map(|(_, a)| a.message).collect(),
             environment: serde_json::to_string_pretty(&env).expect("json"),
             commands: raidlab_target::script::case_steps(
                 c,

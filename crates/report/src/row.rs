@@ -145,8 +145,38 @@ impl Row {
         }
     }
 
+    /// Hold this row's results against the model: `e` is the case's expectation, `runs`
+    /// each repetition's figures, recorded environment and IOPS per second. Sets the
+    /// expected figures, the deviation and the anomaly codes; returns what was found, as
+    /// (index of the run, anomaly).
+    pub fn judge<'a>(
+        &mut self,
+        case: &Case,
+        e: Option<&raidlab_model::Expectation>,
+        runs: impl IntoIterator<Item = (&'a Figures, &'a serde_json::Value, &'a [f64])>,
+    ) -> Vec<(usize, raidlab_model::Anomaly)> {
+        let mut found = Vec::new();
+        for (i, (figures, environment, iops_per_second)) in runs.into_iter().enumerate() {
+            let observation = raidlab_model::Observation {
+                case,
+                figures,
+                environment,
+                iops_per_second,
+                expectation: e,
+            };
+            found.extend(
+                raidlab_model::anomalies(&observation)
+                    .into_iter()
+                    .map(|a| (i, a)),
+            );
+        }
+        let rules: Vec<raidlab_model::Rule> = found.iter().map(|(_, a)| a.rule).collect();
+        self.set_model(e, &rules);
+        found
+    }
+
     /// Attach the model's expectation and the anomaly codes of this row's results.
-    pub fn set_model(
+    fn set_model(
         &mut self,
         e: Option<&raidlab_model::Expectation>,
         anomalies: &[raidlab_model::Rule],

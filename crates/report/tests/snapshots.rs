@@ -5,7 +5,7 @@
 //! review`), never silently.
 
 use raidlab_core::{DirectionFigures, DiskModel, DiskUtil, Figures, Plan};
-use raidlab_model::{anomalies, expectation, Observation, Rule};
+use raidlab_model::expectation;
 use raidlab_report::{export, html, Detail, Dim, Format, Metric, Report, Row};
 use std::path::Path;
 
@@ -79,22 +79,13 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
             vec![100.0; 6]
         };
         let env = serde_json::json!({"target": "sim"});
-        let mut rules: Vec<Rule> = Vec::new();
-        let mut sentences = Vec::new();
-        for f in &runs {
-            for a in anomalies(&Observation {
-                case,
-                figures: f,
-                environment: &env,
-                iops_per_second: &log,
-                expectation: e.as_ref(),
-            }) {
-                rules.push(a.rule);
-                sentences.push(a.message);
-            }
-        }
         let mut row = Row::new(&case.id.0, Some(case), &case.workload, "sim", &runs);
-        row.set_model(e.as_ref(), &rules);
+        let runs_judged = runs.iter().map(|f| (f, &env, log.as_slice()));
+        let sentences: Vec<String> = row
+            .judge(case, e.as_ref(), runs_judged)
+            .into_iter()
+            .map(|(_, a)| a.message)
+            .collect();
         rows.push(row);
         details.push(Detail {
             formula: e.map(|e| e.formula),
