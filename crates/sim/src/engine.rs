@@ -512,14 +512,20 @@ impl Engine {
         out.done.clear();
     }
 
-    /// Hand a command to a member through the host adapter, or queue it there while all
-    /// the adapter's slots are taken.
+    /// Hand a command to a member, through the host adapter when the plan has one.
     #[inline]
     fn member_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
-        if !self.adapter.limited {
+        if self.adapter.limited {
+            self.adapter_submit(disk, op, out);
+        } else {
             self.devices[disk as usize].submit(self.now, op, out);
-            return;
         }
+    }
+
+    /// `member_submit` behind a host adapter: queue the command while all the adapter's
+    /// slots are taken. Out of line: only plans with `host_queue` come here.
+    #[inline(never)]
+    fn adapter_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
         if self.adapter.busy == self.adapter.slots {
             self.adapter.waiting.push_back((disk, op));
             return;
@@ -529,12 +535,12 @@ impl Engine {
     }
 
     /// A member completed a command: its slot goes to the longest-waiting command.
-    #[inline]
+    #[inline(never)]
     fn adapter_release(&mut self) {
         self.adapter.busy -= 1;
         if let Some((disk, op)) = self.adapter.waiting.pop_front() {
             let mut out = self.outs.pop().unwrap_or_default();
-            self.member_submit(disk, op, &mut out);
+            self.adapter_submit(disk, op, &mut out);
             self.drain(disk, &mut out);
             self.outs.push(out);
         }
