@@ -119,12 +119,14 @@ pub fn build(store: &Store) -> Result<Built> {
                 let base = baselines.get(&(baseline_key(case), target.clone()));
                 let e = expectation(case, model.as_ref(), base);
                 detail.formula = e.as_ref().map(|e| e.formula.clone());
+                // An array of n disks uses the plan's first n devices.
                 let members: Vec<String> = if case.disks.devices.is_empty() {
                     (0..case.array.disks as usize)
                         .map(|i| format!("\"${{DISK[{i}]}}\""))
                         .collect()
                 } else {
-                    case.disks.devices.clone()
+                    let n = (case.array.disks as usize).min(case.disks.devices.len());
+                    case.disks.devices[..n].to_vec()
                 };
                 // What really ran (the host target records it), else what would run.
                 let ran: Vec<String> = results

@@ -691,3 +691,41 @@ fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
             "the host target needs real devices",
         ));
 }
+
+/// The report's commands for a case name the devices its array uses — the plan's first n —
+/// not every device of the plan.
+#[test]
+fn report_commands_name_only_the_arrays_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "name = \"devices\"\n[disks]\ncount = 3\nmodel = \"hdd-7200\"\n\
+         devices = [\"/dev/fake-a\", \"/dev/fake-b\", \"/dev/fake-c\"]\n\
+         [[arrays]]\nlevel = \"single\"\nfilesystem = \"none\"\nwrite_cache = \"off\"\n\
+         [[arrays]]\nlevel = \"raid5\"\nfilesystem = \"none\"\nwrite_cache = \"off\"\n\
+         [workloads]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 1\nsize = \"1g\"\nruntime = \"2s\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("r");
+    raidlab()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&plan)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let detail = |label: &str| -> String {
+        html.split("<details>")
+            .find(|d| d.contains(&format!("<summary><b>{label}")))
+            .unwrap_or_else(|| panic!("a details section for {label}"))
+            .to_string()
+    };
+    let single = detail("single");
+    assert!(single.contains("wcache_set /dev/fake-a"), "{single:.2000}");
+    assert!(!single.contains("fake-b") && !single.contains("fake-c"));
+    let raid5 = detail("raid5");
+    for d in ["fake-a", "fake-b", "fake-c"] {
+        assert!(raid5.contains(&format!("wcache_set /dev/{d}")), "{d}");
+    }
+}
