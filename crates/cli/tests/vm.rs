@@ -269,6 +269,51 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
             std::fs::read(guest).unwrap(),
             "raw fio JSON differs"
         );
+        // fio's statistics of every member, on a file system or on the raw array (where
+        // the job must name the array's node: through mdadm's link fio finds none).
+        let members = r
+            .figures
+            .disk_util
+            .iter()
+            .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
+            .count();
+        assert!(
+            members >= 2,
+            "{}: no member disk_util: {:?}",
+            r.case_id,
+            r.figures.disk_util
+        );
+        // The real kernel's md-exact cost of a 4 KiB raid5 write on four members: read
+        // the old data and parity, write both.
+        let case = store
+            .cases()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.id == r.case_id)
+            .unwrap();
+        if case.array.level == raidlab_core::Level::Raid5
+            && case.array.disks == 4
+            && case.workload.rw == raidlab_core::Rw::RandWrite
+            && case.array.resync == raidlab_core::Resync::AssumeClean
+        {
+            let md = r
+                .figures
+                .disk_util
+                .iter()
+                .find(|d| d.aggr_write_ios.is_some());
+            let host = md.map_or(0, |d| d.write_ios) as f64;
+            let member: u64 = r
+                .figures
+                .disk_util
+                .iter()
+                .filter(|d| d.aggr_write_ios.is_none())
+                .map(|d| d.read_ios + d.write_ios)
+                .sum();
+            assert!(
+                host > 0.0 && (member as f64 / host - 4.0).abs() < 0.4,
+                "raid5 randwrite: {member} member I/Os for {host} md writes"
+            );
+        }
     }
     let sim = tmp.path().join("sim");
     let o = raidlab(&[

@@ -156,6 +156,16 @@ impl Step {
             Action::StripeCache { pages } => format!(
                 "echo {pages} > /sys/block/$(basename $(readlink -f {MD}))/md/stripe_cache_size"
             ),
+            Action::WriteFile { path, text } if text.contains(MD) => {
+                // fio looks up a device's statistics with lstat(): through the link it
+                // finds none, so the job names the array's own node, resolved when it runs.
+                let text = text
+                    .replace('\\', "\\\\")
+                    .replace('$', "\\$")
+                    .replace('`', "\\`")
+                    .replace(MD, &format!("$(readlink -f {MD})"));
+                format!("cat > {} <<EOF\n{text}EOF", shell_word(path))
+            }
             Action::WriteFile { path, text } => {
                 format!("cat > {} <<'EOF'\n{text}EOF", shell_word(path))
             }
@@ -674,6 +684,54 @@ mod tests {
             .find(|s| s.phase == Phase::Create)
             .unwrap()
             .shell()
+    }
+
+    /// fio finds a device's statistics with lstat(), so a job on the raw array names the
+    /// node mdadm's link points to, resolved by bash when the script runs; anything else
+    /// in the job stays literal.
+    #[test]
+    fn job_files_name_the_arrays_node_not_its_link() {
+        let step = Step {
+            phase: Phase::Fio,
+            action: Action::WriteFile {
+                path: "/tmp/j.fio".into(),
+                text: format!("[x]\nfilename={MD}\nwrite_iops_log=/w/$HOME`x`\\n\n"),
+            },
+            opens: None,
+            closes: None,
+        };
+        let shell = step.shell();
+        assert!(
+            shell.contains(&format!("filename=$(readlink -f {MD})")),
+            "{shell}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("j.fio");
+        let run = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(shell.replace("/tmp/j.fio", out.to_str().unwrap()))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert!(!written.contains("readlink"), "substituted: {written}");
+        assert!(
+            written.contains("write_iops_log=/w/$HOME`x`\\n"),
+            "{written}"
+        );
+        // Other files keep the quoted here-document.
+        let plain = Step {
+            action: Action::WriteFile {
+                path: "/tmp/k".into(),
+                text: "a $b\n".into(),
+            },
+            ..step
+        };
+        assert!(plain.shell().contains("<<'EOF'"));
     }
 
     #[test]

@@ -325,6 +325,14 @@ impl HostTarget {
                 std::fs::write(&p, pages.to_string()).map_err(|e| format!("{p}: {e}"))?;
             }
             Action::WriteFile { path, text } => {
+                // The job names the array by its node, not mdadm's link: fio finds a
+                // device's statistics (its disk_util) with lstat(), which stops at a link.
+                let text = match std::fs::canonicalize(script::MD) {
+                    Ok(node) if text.contains(script::MD) => {
+                        text.replace(script::MD, &node.display().to_string())
+                    }
+                    _ => text.clone(),
+                };
                 std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?;
             }
         }
