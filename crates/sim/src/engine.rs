@@ -1,5 +1,6 @@
 //! The discrete-event engine: fio-like jobs issue host I/Os, md splits them into member
-//! operations, devices serve them, completions flow back.
+//! operations, the host adapter passes them on (all at once, or `host_queue` at a time),
+//! devices serve them, completions flow back.
 //!
 //! Time is integer nanoseconds and events are ordered by (time, sequence number), so ties
 //! replay identically; every random stream is a ChaCha8 generator seeded from the run's
