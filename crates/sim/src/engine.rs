@@ -46,6 +46,25 @@ enum Ev {
     BitmapDaemon,
     /// The resync thread wakes (after its back-off sleep).
     ResyncStep,
+    /// A job's submitter takes its next waiting I/O (sync raid5/6 writes: see `Submitter`).
+    Resume {
+        job: u32,
+    },
+}
+
+/// A fio job's submitting thread, for sync writes to raid5/6: fio submits each I/O with its
+/// own `io_submit`, and `raid5_make_request` runs in that thread and sleeps while the
+/// stripe cache has no free heads, so while one of the job's writes waits for stripe
+/// heads the job submits nothing else. Its further I/Os wait here, in order, and go in one
+/// per event once the write is admitted.
+#[derive(Default)]
+struct Submitter {
+    /// Slots whose next I/O waits for the submitter.
+    queue: VecDeque<u32>,
+    /// Entries of the job's writes in md's blocked queue.
+    blocked: u32,
+    /// A `Resume` event is scheduled.
+    resume: bool,
 }
 
 /// A plug timer of a stripe (by pool index) for the open write set of generation `gen`.
@@ -245,6 +264,10 @@ struct Stripe {
     /// Stripe heads held by the write in flight, whether it was a full-stripe write, and
     /// whether it counts as a pre-reading stripe.
     flying: Option<(u64, bool, bool)>,
+    /// Sync writes: the rows the write in flight writes (laid out as `written`) and its
+    /// part, so that a write completing the stripe while it pre-reads can join it.
+    fly_written: Vec<u64>,
+    fly_part: u32,
 }
 
 pub struct Engine {
@@ -282,6 +305,12 @@ pub struct Engine {
     /// delayed list and are not held back by full-stripe writes.
     sync_writes: bool,
     delayed: Vec<u32>,
+    /// Per job, its submitting thread (used for sync writes to raid5/6 only).
+    submitters: Vec<Submitter>,
+    /// Jobs whose blocked writes were just admitted (`stripe_done`'s scratch).
+    unblocked_jobs: Vec<u32>,
+    /// `plan_stripe_into`'s read output when only the writes are wanted.
+    spare_reads: Vec<Piece>,
     /// md's write-intent bitmap, when the array has one; host writes waiting for a flush
     /// (flush number, host, offset, length).
     bitmap: Option<Bitmap>,
@@ -397,6 +426,9 @@ impl Engine {
             preread_active: 0,
             sync_writes: w.direct,
             delayed: Vec::new(),
+            submitters: (0..w.numjobs).map(|_| Submitter::default()).collect(),
+            unblocked_jobs: Vec::new(),
+            spare_reads: Vec::new(),
             bitmap,
             bitmap_waiting: Vec::new(),
             resync,
@@ -481,6 +513,7 @@ impl Engine {
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncStep => self.resync_step(),
+                Ev::Resume { job } => self.resume(job),
             }
         }
         SimRun {
@@ -547,10 +580,50 @@ impl Engine {
         }
     }
 
+    /// Whether writes go through the jobs' submitters (sync writes to raid5/6).
+    fn gated(&self) -> bool {
+        self.sync_writes && matches!(self.geo.level, Level::Raid5 | Level::Raid6)
+    }
+
     fn issue(&mut self, slot: u32) {
         if self.now >= self.end {
             return;
         }
+        if self.gated() {
+            let job = self.slot_job[slot as usize] as usize;
+            let sub = &mut self.submitters[job];
+            if sub.blocked > 0 || sub.resume || !sub.queue.is_empty() {
+                sub.queue.push_back(slot);
+                return;
+            }
+        }
+        self.issue_now(slot);
+    }
+
+    /// A job's submitter is free again: its next waiting I/O goes in, and the one after it
+    /// in a later event (after md has handled what this one left), unless it blocks.
+    fn resume(&mut self, job: u32) {
+        let sub = &mut self.submitters[job as usize];
+        sub.resume = false;
+        if sub.blocked > 0 || self.now >= self.end {
+            return;
+        }
+        let Some(slot) = sub.queue.pop_front() else {
+            return;
+        };
+        self.issue_now(slot);
+        self.schedule_resume(job);
+    }
+
+    fn schedule_resume(&mut self, job: u32) {
+        let sub = &mut self.submitters[job as usize];
+        if sub.blocked == 0 && !sub.resume && !sub.queue.is_empty() {
+            sub.resume = true;
+            self.schedule(self.now, Ev::Resume { job });
+        }
+    }
+
+    fn issue_now(&mut self, slot: u32) {
         let job = self.slot_job[slot as usize] as usize;
         let (start, size) = self.region;
         let blocks = (size / self.bs).max(1);
@@ -1014,6 +1087,13 @@ impl Engine {
     /// back to the front if it still does not fit.
     fn stripe_write_at(&mut self, host: u32, stripe: u64, s: u64, e: u64, resumed: bool) {
         let slot = self.stripe_slot(stripe);
+        if self.sync_writes {
+            if let Some(id) = slot {
+                if self.join_preread(host, id, s, e) {
+                    return;
+                }
+            }
+        }
         let rows_needed = self.new_rows_in(slot, s, e);
         if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
             let free = self.cache_rows.saturating_sub(self.rows_in_use);
@@ -1023,6 +1103,10 @@ impl Engine {
                 self.fitting_end(slot, s, e, free)
             };
             self.cache_blocked = true;
+            if self.gated() {
+                let job = self.slot_job[self.hosts.get(host).slot as usize];
+                self.submitters[job as usize].blocked += 1;
+            }
             if cut == s {
                 if resumed {
                     self.blocked.push_front((host, stripe, s, e));
@@ -1126,6 +1210,12 @@ impl Engine {
         }
         if st.set_bits == st.full_bits && st.flying.is_none() {
             self.flush(id);
+        } else if self.sync_writes {
+            // The submitter's unplug: md handles the stripe as soon as the write is in,
+            // or when the write in flight is done (`stripe_done` settles it again).
+            if st.flying.is_none() {
+                self.flush(id);
+            }
         } else if !st.armed {
             st.armed = true;
             self.stripe_gen += 1;
@@ -1262,6 +1352,12 @@ impl Engine {
         }
         part.stripe = Some(id);
         std::mem::swap(&mut part.hosts, &mut st.hosts);
+        if self.sync_writes && !full {
+            std::mem::swap(&mut st.fly_written, &mut st.written);
+            st.fly_part = part_id;
+        } else {
+            st.fly_written.clear();
+        }
         st.open = false;
         st.flying = Some((st.rows, full, preread));
         if full {
@@ -1295,9 +1391,74 @@ impl Engine {
                 let Some((host, st, s, e)) = self.blocked.pop_front() else {
                     break;
                 };
+                if self.gated() {
+                    let job = self.slot_job[self.hosts.get(host).slot as usize];
+                    self.submitters[job as usize].blocked -= 1;
+                    self.unblocked_jobs.push(job);
+                }
                 self.stripe_write_at(host, st, s, e, true);
             }
+            let mut jobs = std::mem::take(&mut self.unblocked_jobs);
+            for &job in &jobs {
+                self.schedule_resume(job);
+            }
+            jobs.clear();
+            self.unblocked_jobs = jobs;
         }
+    }
+
+    /// `add_stripe_bio` on a stripe whose sync write is still pre-reading: when the new
+    /// write leaves every row it touches fully written, and needs no row the stripe does
+    /// not already hold, its data joins the write in flight. The pre-reads then find every
+    /// block of those rows written or up to date, and the part writes the union (the read
+    /// of a block now overwritten was wasted, but nothing is read again). The host write
+    /// completes with the part. Otherwise (or once the part writes) the write waits for a
+    /// new set, as before.
+    fn join_preread(&mut self, host: u32, id: u32, s: u64, e: u64) -> bool {
+        let chunk = self.geo.chunk;
+        let words = row_words(&self.geo);
+        let dds = self.geo.data_disks() as usize;
+        let st = self.stripes.get(id);
+        if st.open || st.flying.is_none() || st.fly_written.len() != words * dds {
+            return false;
+        }
+        let part = self.parts.get(st.fly_part);
+        if part.phase_count != 2 || part.phase != 0 || part.stripe != Some(id) {
+            return false;
+        }
+        let mut union = std::mem::take(&mut self.row_mask);
+        union.clear();
+        union.extend_from_slice(&st.fly_written);
+        for (dd, row) in touched(chunk, s, e) {
+            union[dd * words + row / 64] |= 1 << (row % 64);
+        }
+        let held_and_full = touched(chunk, s, e).all(|(_, row)| {
+            let bit = |w: &[u64], dd: usize| w[dd * words + row / 64] >> (row % 64) & 1 == 1;
+            (0..dds).any(|dd| bit(&st.fly_written, dd)) && (0..dds).all(|dd| bit(&union, dd))
+        });
+        if !held_and_full {
+            self.row_mask = union;
+            return false;
+        }
+        std::mem::swap(&mut st.fly_written, &mut union);
+        self.row_mask = union;
+        let (number, part_id) = (st.number, st.fly_part);
+        let part = self.parts.get(part_id);
+        let mut reads = std::mem::take(&mut self.spare_reads);
+        reads.clear();
+        part.phases[1].1.clear();
+        plan_stripe_into(
+            &self.geo,
+            number,
+            &self.stripes.get(id).fly_written,
+            &mut reads,
+            &mut part.phases[1].1,
+            &mut self.plan_scratch,
+        );
+        reads.clear();
+        self.spare_reads = reads;
+        part.hosts.push(host);
+        true
     }
 }
 
