@@ -175,6 +175,32 @@ fn seed_2019_far_layout_reads_ahead_of_near() {
     );
 }
 
+/// "The classic raid10 shows the best write speed, while the far2 and raid5 are each a
+/// step-down": raid5's sequential 1 MiB direct writes pre-read the stripes they leave
+/// part-filled (see `docs/simulator.md`, "The 2019 sequential-write gap").
+#[test]
+fn seed_2019_near_layout_writes_sequentially_ahead_of_raid5() {
+    let p = plan("seed-2019.toml");
+    let write = |level: Level, layout: Option<&str>| {
+        let c = p
+            .cases()
+            .iter()
+            .find(|c| {
+                c.workload.rw == Rw::Write
+                    && c.array.level == level
+                    && (layout.is_none()
+                        || c.array.layout.map(|l| l.to_string()).as_deref() == layout)
+            })
+            .unwrap();
+        run(c).1
+    };
+    let (raid5, n2) = (write(Level::Raid5, None), write(Level::Raid10, Some("n2")));
+    assert!(
+        raid5 < n2,
+        "raid5 sequential write {raid5:.0} MB/s should be below raid10 n2's {n2:.0}"
+    );
+}
+
 fn single_disk(qd: u32) -> f64 {
     let text = format!(
         "name = \"qd\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\"\n"
