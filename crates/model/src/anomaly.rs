@@ -213,9 +213,9 @@ fn non_uniform(o: &Observation) -> Option<Anomaly> {
 }
 
 /// Sequential writes on raid5/6 far below the full-stripe expectation: with less than a
-/// stripe in flight, blamed on the partial stripes; otherwise on a small
-/// `stripe_cache_size` (the plan's `stripe_cache`, else `environment.stripe_cache_size`,
-/// else md's default 256) when it is one.
+/// stripe in flight, or direct writes that do not cover whole stripes, blamed on the
+/// partial stripes; otherwise on a small `stripe_cache_size` (the plan's `stripe_cache`,
+/// else `environment.stripe_cache_size`, else md's default 256) when it is one.
 fn stripe_cache(o: &Observation) -> Option<Anomaly> {
     let a = &o.case.array;
     let w = &o.case.workload;
@@ -252,6 +252,23 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
                  smaller chunk.",
                 share * 100.0,
                 in_flight / 1024,
+                stripe / 1024
+            ),
+        );
+    }
+    // O_DIRECT writes carry REQ_SYNC: md starts on the stripe each one leaves part-filled
+    // as soon as it is submitted, pre-reading the rest before the next write arrives.
+    if w.direct && stripe > 0 && w.bs.0 % stripe != 0 {
+        return flag(
+            Rule::PartialStripe,
+            format!(
+                "Sequential writes reached {:.0} % of the full-stripe expectation: each direct \
+                 write of {} KiB leaves part of a {} KiB stripe, and md pre-reads the rest as \
+                 soon as the write is submitted (O_DIRECT writes are sync), before the next \
+                 write could complete the stripe. Use a block size that is a multiple of the \
+                 stripe, or a smaller chunk.",
+                share * 100.0,
+                w.bs.0 / 1024,
                 stripe / 1024
             ),
         );
@@ -483,6 +500,33 @@ mod tests {
         assert_eq!(rules(&c, &f, odd, &[], None), [Rule::NonUniform]);
         let fine = json!({"member_baseline_iops": {"sda": 75, "sdb": 76, "sdc": 66}});
         assert!(rules(&c, &f, fine, &[], None).is_empty());
+    }
+
+    /// Direct writes that do not cover whole stripes: md pre-reads each part-filled stripe
+    /// as soon as the write is submitted, however much is in flight.
+    #[test]
+    fn direct_writes_smaller_than_a_stripe_are_partial() {
+        let mb = 1048576.0;
+        let mut c = case(Level::Raid5, None, 4, Rw::Write, 1 << 20);
+        c.workload.iodepth = 32;
+        let e = expectation(300.0, mb, true);
+        let slow = figures(0.0, 50.0, mb);
+        let found = anomalies(&Observation {
+            case: &c,
+            figures: &slow,
+            environment: &json!({}),
+            iops_per_second: &STEADY,
+            expectation: Some(&e),
+        });
+        assert_eq!(
+            found.iter().map(|a| a.rule).collect::<Vec<_>>(),
+            [Rule::PartialStripe]
+        );
+        assert!(found[0]
+            .message
+            .contains("1024 KiB leaves part of a 1536 KiB stripe"));
+        c.workload.direct = false;
+        assert!(!rules(&c, &slow, json!({}), &STEADY, Some(&e)).contains(&Rule::PartialStripe));
     }
 
     #[test]
