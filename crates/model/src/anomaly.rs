@@ -258,7 +258,7 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
     }
     // O_DIRECT writes carry REQ_SYNC: md starts on the stripe each one leaves part-filled
     // as soon as it is submitted, pre-reading the rest before the next write arrives.
-    if w.direct && stripe > 0 && w.bs.0 % stripe != 0 {
+    if w.direct && stripe > 0 && !w.bs.0.is_multiple_of(stripe) {
         return flag(
             Rule::PartialStripe,
             format!(
