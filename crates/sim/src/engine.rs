@@ -340,10 +340,17 @@ pub struct Engine {
 /// of them (`DiskSet::host_queue`); the rest wait in arrival order, as the SCSI midlayer
 /// holds requests when the host is busy. Unlimited when the plan sets no `host_queue`.
 struct Adapter {
-    limited: bool,
+    /// `u32::MAX` when unlimited.
     slots: u32,
     busy: u32,
     waiting: VecDeque<(u32, MemberOp)>,
+}
+
+impl Adapter {
+    #[inline]
+    fn limited(&self) -> bool {
+        self.slots != u32::MAX
+    }
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -443,7 +450,6 @@ impl Engine {
             outs: Vec::new(),
             phase_ends: Vec::new(),
             adapter: Adapter {
-                limited: case.disks.host_queue.is_some(),
                 slots: case.disks.host_queue.unwrap_or(u32::MAX),
                 busy: 0,
                 waiting: VecDeque::new(),
@@ -538,7 +544,7 @@ impl Engine {
         out.wakes.clear();
         for i in 0..out.done.len() {
             let tag = out.done[i];
-            if self.adapter.limited {
+            if self.adapter.limited() {
                 self.adapter_release();
             }
             self.op_done(tag as u32);
@@ -549,7 +555,7 @@ impl Engine {
     /// Hand a command to a member, through the host adapter when the plan has one.
     #[inline]
     fn member_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
-        if self.adapter.limited {
+        if self.adapter.limited() {
             self.adapter_submit(disk, op, out);
         } else {
             self.devices[disk as usize].submit(self.now, op, out);
@@ -984,7 +990,7 @@ impl Engine {
         }
         out.wakes.clear();
         for i in 0..out.done.len() {
-            if self.adapter.limited {
+            if self.adapter.limited() {
                 self.adapter_release();
             }
             self.op_done(out.done[i] as u32);
@@ -1201,22 +1207,19 @@ impl Engine {
     }
 
     /// What an open stripe set does next: nothing while it waits on the delayed list; go out
-    /// now when it is full and no write of the stripe is in flight; else wait (one timer per
+    /// now when no write of the stripe is in flight and the set is full or its writes are
+    /// sync (the submitter's unplug: md handles the stripe as soon as the write is in;
+    /// `stripe_done` settles it again after a write in flight); else wait (one timer per
     /// set, tagged with a fresh generation) for the rest of its data.
     fn settle(&mut self, id: u32) {
+        let sync = self.sync_writes;
         let st = self.stripes.get(id);
         if !st.open || st.delayed {
             return;
         }
-        if st.set_bits == st.full_bits && st.flying.is_none() {
+        if st.flying.is_none() && (sync || st.set_bits == st.full_bits) {
             self.flush(id);
-        } else if self.sync_writes {
-            // The submitter's unplug: md handles the stripe as soon as the write is in,
-            // or when the write in flight is done (`stripe_done` settles it again).
-            if st.flying.is_none() {
-                self.flush(id);
-            }
-        } else if !st.armed {
+        } else if !sync && !st.armed {
             st.armed = true;
             self.stripe_gen += 1;
             st.gen = self.stripe_gen;
@@ -1274,8 +1277,9 @@ impl Engine {
             st.armed = false;
             return;
         }
-        if full_writes_flying > 0 && !self.sync_writes {
-            // md keeps partial stripes back while full-stripe writes proceed.
+        if full_writes_flying > 0 {
+            // md keeps partial stripes back while full-stripe writes proceed (plug timers
+            // are armed for writes that are not sync only: those skip it, see `settle`).
             self.schedule_timer(id, gen);
             return;
         }
