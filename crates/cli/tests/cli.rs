@@ -30,6 +30,17 @@ fn require_fio() -> bool {
     false
 }
 
+/// Run `raidlab ARGS`, which must succeed; its standard output, as JSON.
+fn json_out(args: &[&str]) -> Value {
+    let out = raidlab().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn csv(dir: &Path) -> Vec<Vec<String>> {
     let out = raidlab()
         .args(["report", dir.to_str().unwrap(), "--format", "csv"])
@@ -222,25 +233,21 @@ fn sim_prints_one_csv_row() {
         .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
     // A simulated resync is flagged like a measured one.
     let flagged = |resync: &str| {
-        let out = raidlab()
-            .args([
-                "sim",
-                "--level",
-                "raid5",
-                "--rw",
-                "randwrite",
-                "--iodepth",
-                "4",
-            ])
-            .args(["--runtime", "5s", "--resync", resync, "--format", "json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = json_out(&[
+            "sim",
+            "--level",
+            "raid5",
+            "--rw",
+            "randwrite",
+            "--iodepth",
+            "4",
+            "--runtime",
+            "5s",
+            "--resync",
+            resync,
+            "--format",
+            "json",
+        ]);
         v[0]["anomalies"].as_str().unwrap().contains("resync")
     };
     assert!(flagged("during"));
@@ -252,26 +259,21 @@ fn sim_prints_one_csv_row() {
 #[test]
 fn sim_disk_params_change_the_disk_and_are_listed() {
     let fio_json = |extra: &[&str]| {
-        let out = raidlab()
-            .args([
-                "sim",
-                "--disks",
-                "1",
-                "--level",
-                "single",
-                "--iodepth",
-                "16",
-            ])
-            .args(["--runtime", "5s", "--format", "fio-json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut args = vec![
+            "sim",
+            "--disks",
+            "1",
+            "--level",
+            "single",
+            "--iodepth",
+            "16",
+            "--runtime",
+            "5s",
+            "--format",
+            "fio-json",
+        ];
+        args.extend(extra);
+        let v = json_out(&args);
         let iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
         (iops, v)
     };
@@ -647,19 +649,27 @@ fn a_target_that_cannot_start_leaves_no_results_directory() {
 #[test]
 fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
     let iops = |extra: &[&str]| {
-        let out = raidlab()
-            .args(["sim", "--disks", "6", "--disk", "hdd-7200-500g-2010"])
-            .args(["--level", "raid10", "--rw", "randwrite", "--iodepth", "4"])
-            .args(["--size", "10g", "--runtime", "10s", "--format", "fio-json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut args = vec![
+            "sim",
+            "--disks",
+            "6",
+            "--disk",
+            "hdd-7200-500g-2010",
+            "--level",
+            "raid10",
+            "--rw",
+            "randwrite",
+            "--iodepth",
+            "4",
+            "--size",
+            "10g",
+            "--runtime",
+            "10s",
+            "--format",
+            "fio-json",
+        ];
+        args.extend(extra);
+        let v = json_out(&args);
         v["jobs"][0]["write"]["iops"].as_f64().unwrap()
     };
     let (free, capped) = (iops(&[]), iops(&["--host-queue", "4"]));
