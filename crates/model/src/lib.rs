@@ -77,11 +77,18 @@ pub fn expectation(
     }
     let rf = w.rw.read_fraction(w.rwmixread);
     let per_io = rf + (1.0 - rf) * expect::write_cost(a).1 as f64;
-    let in_flight = match case.disks.host_queue {
-        Some(slots) => (outstanding * per_io).min(slots as f64),
-        None => outstanding * per_io,
-    };
-    Some(e.with_utilisation(expect::utilisation(members, in_flight)))
+    let wanted = outstanding * per_io;
+    let cap = case
+        .disks
+        .host_queue
+        .filter(|&slots| (slots as f64) < wanted);
+    let in_flight = cap.map_or(wanted, |slots| slots as f64);
+    let mut e = e.with_utilisation(expect::utilisation(members, in_flight));
+    if let Some(slots) = cap {
+        // Say why so few members are busy: the report shows the formula.
+        e.formula += &format!(" (host_queue: {slots} member I/Os in flight, not {wanted:.0})");
+    }
+    Some(e)
 }
 
 /// A fio-style per-second log (`msec, value, direction, bs, offset` per line) as
@@ -154,6 +161,19 @@ pub(crate) mod tests {
         c.disks.host_queue = Some(3);
         let capped = expectation(&c, Some(&m), None).unwrap();
         assert!((capped.utilisation - expect::utilisation(6, 3.0)).abs() < 1e-12);
+        assert!(
+            capped
+                .formula
+                .ends_with("(host_queue: 3 member I/Os in flight, not 8)"),
+            "{}",
+            capped.formula
+        );
+        c.disks.host_queue = Some(16);
+        let roomy = expectation(&c, Some(&m), None).unwrap();
+        assert_eq!(
+            roomy.formula, free.formula,
+            "a queue that does not bind is not mentioned"
+        );
         assert!(
             capped.iops < free.iops * 0.7,
             "{} vs {}",
