@@ -44,6 +44,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(&plan.name));
+    if let (Some(n), "host" | "vm") = (plan.disks.host_queue, target_name.as_str()) {
+        eprintln!(
+            "note: {}: disks.host_queue = {n} is for the sim target; the {target_name} target runs on the adapter it has",
+            a.plan.display()
+        );
+    }
     if a.dry_run {
         return dry_run(&plan, &target_name, &a, &out);
     }
@@ -72,12 +78,6 @@ pub fn run(a: RunArgs) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("--baseline {}: {e}", a.baseline))?
         .get()
         / 1_000_000_000;
-    if let (Some(n), "host" | "vm") = (plan.disks.host_queue, target_name.as_str()) {
-        eprintln!(
-            "note: {}: disks.host_queue = {n} is for the sim target; the {target_name} target runs on the adapter it has",
-            a.plan.display()
-        );
-    }
     let target: Box<dyn Target> = if target_name == "host" {
         let host = HostTarget::new(HostConfig {
             devices: plan.disks.devices.clone(),

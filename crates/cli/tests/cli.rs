@@ -700,6 +700,16 @@ fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
         .stderr(predicate::str::contains(
             "the host target needs real devices",
         ));
+    // The preview of such a run says so too.
+    raidlab()
+        .args(["run", "--dry-run", "--target", "host", "--out"])
+        .arg(dir.path().join("r"))
+        .arg(&plan)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "host_queue = 4 is for the sim target; the host target runs on the adapter it has",
+        ));
 }
 
 /// The report's commands for a case name the devices its array uses — the plan's first n —
