@@ -125,8 +125,7 @@ pub fn build(store: &Store) -> Result<Built> {
                         .map(|i| format!("\"${{DISK[{i}]}}\""))
                         .collect()
                 } else {
-                    let n = (case.array.disks as usize).min(case.disks.devices.len());
-                    case.disks.devices[..n].to_vec()
+                    raidlab_target::script::members(case, &case.disks.devices).to_vec()
                 };
                 // What really ran (the host target records it), else what would run.
                 let ran: Vec<String> = results

@@ -337,7 +337,7 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
             case.id,
             case.label()
         );
-        let members = &devices[..(case.array.disks as usize).min(devices.len())];
+        let members = raidlab_target::script::members(case, &devices);
         if reuse.array_up {
             let _ = writeln!(s, "# (the array of the previous case is still up)");
         }

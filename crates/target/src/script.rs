@@ -241,6 +241,12 @@ fn md_level(l: Level) -> &'static str {
     }
 }
 
+/// The devices a case's array uses: the plan's first `disks` (all of them when the plan
+/// lists fewer; the caller says whether that is enough).
+pub fn members<'a>(case: &Case, devices: &'a [String]) -> &'a [String] {
+    &devices[..(case.array.disks as usize).min(devices.len())]
+}
+
 /// The device fio (or mkfs) works on: the md array, or the first member (btrfs, single).
 pub fn array_device(case: &Case, members: &[String]) -> String {
     if case.array.engine == Engine::Md && case.array.level != Level::Single {

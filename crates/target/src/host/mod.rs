@@ -418,7 +418,7 @@ impl Target for HostTarget {
         cx: &RunContext,
     ) -> Result<CaseOutput, TargetError> {
         let n = case.array.disks as usize;
-        let members = &self.cfg.devices[..n.min(self.cfg.devices.len())];
+        let members = script::members(case, &self.cfg.devices);
         if members.len() < n {
             return Err(host_err(format!(
                 "case {} needs {n} disks and the plan lists {}",
