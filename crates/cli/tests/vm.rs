@@ -228,6 +228,7 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
 
     let store = Store::open(&vm).unwrap();
     let results = store.results().unwrap();
+    let stored_cases = store.cases().unwrap();
     assert_eq!(results.len(), cases);
     let kver = kver();
     for r in &results {
@@ -285,12 +286,7 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
         );
         // The real kernel's md-exact cost of a 4 KiB raid5 write on four members: read
         // the old data and parity, write both.
-        let case = store
-            .cases()
-            .unwrap()
-            .into_iter()
-            .find(|c| c.id == r.case_id)
-            .unwrap();
+        let case = stored_cases.iter().find(|c| c.id == r.case_id).unwrap();
         if case.array.level == raidlab_core::Level::Raid5
             && case.array.disks == 4
             && case.workload.rw == raidlab_core::Rw::RandWrite
