@@ -24,7 +24,15 @@ fn main() {
             "name = \"b\"\n[disks]\ncount = 8\nmodel = \"nvme\"\n[arrays]\nlevel = \"raid0\"\n[workloads]\nrw = \"randread\"\niodepth = 128\nsize = \"100g\"\nruntime = \"10s\"\n",
         ),
     ];
+    // `cargo bench -p raidlab-sim -- raid5` runs only the configurations naming "raid5".
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     for (name, text) in configs {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
         let c = case(text);
         let mut rates = Vec::new();
         let mut last = None;

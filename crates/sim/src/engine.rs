@@ -14,7 +14,9 @@
 use crate::bitmap::{self, Bitmap};
 use crate::device::{Device, DeviceStats, MemberOp, Out};
 use crate::hist::Histogram;
-use crate::md::{needs_reads, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW};
+use crate::md::{
+    needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW,
+};
 use crate::queue::{EventQueue, Key};
 use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
@@ -253,6 +255,8 @@ struct Stripe {
     /// Per data unit, a bit per row written: `row_words` words each.
     written: Vec<u64>,
     set_bits: u64,
+    /// The (data unit, row) of the first bit set: the whole set when `set_bits` is 1.
+    first_bit: (u32, u32),
     /// Bits when every row of every data unit is written: a full-stripe write.
     full_bits: u64,
     rows: u64,
@@ -281,6 +285,8 @@ pub struct Engine {
     rwmixread: u8,
     bs: u64,
     region: (u64, u64),
+    /// Blocks of `bs` in the region: where random I/Os may start.
+    blocks: u64,
     /// Per job: RNG and sequential cursor.
     jobs: Vec<(ChaCha8Rng, u64)>,
     slot_job: Vec<u32>,
@@ -354,10 +360,11 @@ impl Adapter {
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
-fn touched(chunk: u64, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)> {
+fn touched(g: &Geometry, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)> {
+    let (shift, mask) = (g.chunk_shift, g.chunk - 1);
     (s / ROW..e.div_ceil(ROW)).map(move |r| {
         let at = r * ROW;
-        ((at / chunk) as usize, ((at % chunk) / ROW) as usize)
+        ((at >> shift) as usize, ((at & mask) / ROW) as usize)
     })
 }
 
@@ -415,6 +422,7 @@ impl Engine {
             rwmixread: w.rwmixread,
             bs: w.bs.0,
             region: (w.offset.0, w.size.0),
+            blocks: (w.size.0 / w.bs.0).max(1),
             jobs,
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
@@ -632,7 +640,7 @@ impl Engine {
     fn issue_now(&mut self, slot: u32) {
         let job = self.slot_job[slot as usize] as usize;
         let (start, size) = self.region;
-        let blocks = (size / self.bs).max(1);
+        let blocks = self.blocks;
         let (rng, cursor) = &mut self.jobs[job];
         let write = match self.rw {
             Rw::Read | Rw::RandRead => false,
@@ -805,7 +813,14 @@ impl Engine {
         if matches!(self.geo.level, Level::Raid5 | Level::Raid6) && write {
             let sd = self.geo.stripe_data();
             let end = offset + len;
-            let segments = end.div_ceil(sd) - offset / sd;
+            let first = offset / sd;
+            if end <= (first + 1) * sd {
+                // Within one stripe (every small write): no further division.
+                self.hosts.get(host).remaining = 1;
+                self.stripe_write(host, first, offset - first * sd, end - first * sd);
+                return;
+            }
+            let segments = end.div_ceil(sd) - first;
             self.hosts.get(host).remaining = segments as u32;
             let mut at = offset;
             while at < end {
@@ -847,7 +862,7 @@ impl Engine {
                 let mut at = offset;
                 let end = offset + len;
                 while at < end {
-                    let next = ((at / self.geo.chunk + 1) * self.geo.chunk).min(end);
+                    let next = ((self.geo.chunk_of(at) + 1) * self.geo.chunk).min(end);
                     copies.clear();
                     self.geo.raid10_into(at, &mut copies);
                     self.copies_to_pieces(write, &copies, next - at, &mut pieces);
@@ -863,8 +878,8 @@ impl Engine {
                     _ => None,
                 };
                 for (off, l) in g.chunks(offset, len) {
-                    let p = g.parity_map(off / g.chunk);
-                    let at = p.stripe * g.chunk + off % g.chunk;
+                    let p = g.parity_map(g.chunk_of(off));
+                    let at = p.stripe * g.chunk + g.in_chunk(off);
                     match missing {
                         Some((m, done)) if p.data_disk == m && at + l > done => {
                             pieces.extend((0..g.disks).filter(|&d| d != m).map(|disk| Piece {
@@ -1195,10 +1210,13 @@ impl Engine {
             st.delayed = false;
         }
         st.rows += rows_needed;
-        for (dd, row) in touched(chunk, s, e) {
+        for (dd, row) in touched(&self.geo, s, e) {
             let word = &mut st.written[dd * words + row / 64];
             if *word >> (row % 64) & 1 == 0 {
                 *word |= 1 << (row % 64);
+                if st.set_bits == 0 {
+                    st.first_bit = (dd as u32, row as u32);
+                }
                 st.set_bits += 1;
             }
         }
@@ -1231,11 +1249,10 @@ impl Engine {
     /// Stripe heads a write to `[s, e)` adds: rows not yet held by the open set of the
     /// stripe held at `slot` (if md holds it).
     fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
-        let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
         if e.div_ceil(ROW) - s / ROW == 1 {
             // One row: new unless some data unit of the open set has it.
-            let row = ((s / ROW * ROW % chunk) / ROW) as usize;
+            let row = (self.geo.in_chunk(s) / ROW) as usize;
             let held = slot.is_some_and(|id| {
                 let st = self.stripes.get(id);
                 st.open
@@ -1249,7 +1266,7 @@ impl Engine {
         let mut mask = std::mem::take(&mut self.row_mask);
         mask.clear();
         mask.resize(words, 0);
-        for (_, row) in touched(chunk, s, e) {
+        for (_, row) in touched(&self.geo, s, e) {
             mask[row / 64] |= 1 << (row % 64);
         }
         if let Some(id) = slot {
@@ -1338,14 +1355,20 @@ impl Engine {
         let part = self.parts.get(part_id);
         let st = self.stripes.get(id);
         let [(r_write, reads), (w_write, writes)] = &mut part.phases;
-        plan_stripe_into(
-            &self.geo,
-            st.number,
-            &st.written,
-            reads,
-            writes,
-            &mut self.plan_scratch,
-        );
+        if st.set_bits == 1 && self.geo.disks <= 64 {
+            // One block written (a small random write): no need to scan the row bitmaps.
+            let (dd, row) = st.first_bit;
+            plan_one_row(&self.geo, st.number, row as u64, 1 << dd, reads, writes);
+        } else {
+            plan_stripe_into(
+                &self.geo,
+                st.number,
+                &st.written,
+                reads,
+                writes,
+                &mut self.plan_scratch,
+            );
+        }
         (*r_write, *w_write) = (false, true);
         let full = reads.is_empty();
         if full {
@@ -1419,7 +1442,6 @@ impl Engine {
     /// completes with the part. Otherwise (or once the part writes) the write waits for a
     /// new set, as before.
     fn join_preread(&mut self, host: u32, id: u32, s: u64, e: u64) -> bool {
-        let chunk = self.geo.chunk;
         let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
         let st = self.stripes.get(id);
@@ -1433,10 +1455,10 @@ impl Engine {
         let mut union = std::mem::take(&mut self.row_mask);
         union.clear();
         union.extend_from_slice(&st.fly_written);
-        for (dd, row) in touched(chunk, s, e) {
+        for (dd, row) in touched(&self.geo, s, e) {
             union[dd * words + row / 64] |= 1 << (row % 64);
         }
-        let held_and_full = touched(chunk, s, e).all(|(_, row)| {
+        let held_and_full = touched(&self.geo, s, e).all(|(_, row)| {
             let bit = |w: &[u64], dd: usize| w[dd * words + row / 64] >> (row % 64) & 1 == 1;
             (0..dds).any(|dd| bit(&st.fly_written, dd)) && (0..dds).all(|dd| bit(&union, dd))
         });

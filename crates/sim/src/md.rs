@@ -23,6 +23,9 @@ pub struct Geometry {
     pub level: Level,
     pub layout: Option<Layout>,
     pub chunk: u64,
+    /// `chunk` is a power of two (md requires it; plans are checked): its log2, so
+    /// splitting an address at chunks is a shift and a mask, not a division.
+    pub chunk_shift: u32,
     pub disks: u32,
     /// Bytes of each member the array uses.
     pub member: u64,
@@ -47,10 +50,15 @@ impl Geometry {
         } else {
             (member / far as u64) / chunk * chunk
         };
+        assert!(
+            chunk.is_power_of_two(),
+            "chunk {chunk} is not a power of two"
+        );
         Geometry {
             level: spec.level,
             layout: spec.layout,
             chunk,
+            chunk_shift: chunk.trailing_zeros(),
             disks: spec.disks,
             member,
             near,
@@ -84,6 +92,18 @@ impl Geometry {
         }
     }
 
+    /// `x / chunk`.
+    #[inline]
+    pub fn chunk_of(&self, x: u64) -> u64 {
+        x >> self.chunk_shift
+    }
+
+    /// `x % chunk`.
+    #[inline]
+    pub fn in_chunk(&self, x: u64) -> u64 {
+        x & (self.chunk - 1)
+    }
+
     /// Array bytes of one full stripe of data (raid5/6).
     pub fn stripe_data(&self) -> u64 {
         self.chunk * self.data_disks() as u64
@@ -97,7 +117,7 @@ impl Geometry {
             if at >= end {
                 return None;
             }
-            let next = ((at / self.chunk) + 1) * self.chunk;
+            let next = (self.chunk_of(at) + 1) * self.chunk;
             let piece = (at, next.min(end) - at);
             at = next.min(end);
             Some(piece)
@@ -106,10 +126,10 @@ impl Geometry {
 
     /// raid0: the one member holding an in-chunk range (members of equal size: one zone).
     pub fn raid0(&self, offset: u64) -> (u32, u64) {
-        let chunk_no = offset / self.chunk;
+        let chunk_no = self.chunk_of(offset);
         let disk = (chunk_no % self.disks as u64) as u32;
         let member_chunk = chunk_no / self.disks as u64;
-        (disk, member_chunk * self.chunk + offset % self.chunk)
+        (disk, member_chunk * self.chunk + self.in_chunk(offset))
     }
 
     /// raid10: every copy of an in-chunk range, in md's slot order.
@@ -122,8 +142,8 @@ impl Geometry {
     /// `raid10` appending to a caller's buffer (no allocation per I/O).
     pub fn raid10_into(&self, offset: u64, out: &mut Vec<(u32, u64)>) {
         let n = self.disks as u64;
-        let in_chunk = offset % self.chunk;
-        let chunk = (offset / self.chunk) * self.near as u64;
+        let in_chunk = self.in_chunk(offset);
+        let chunk = self.chunk_of(offset) * self.near as u64;
         let mut stripe = chunk / n;
         let mut dev = chunk % n;
         if self.offset_layout {
@@ -347,50 +367,7 @@ pub fn plan_stripe_into(
         for (d, unit) in written.chunks_exact(words).enumerate().take(64) {
             w_mask |= (unit[word] >> bit & 1) << d;
         }
-        let n_written = w_mask.count_ones() as usize;
-        let rmw = n_written + g.parity_count() as usize;
-        let rcw = dds - n_written;
-        let read_written = rmw < rcw;
-        let at = stripe * g.chunk + row * ROW;
-        let n = g.disks as u64;
-        let sm = stripe % n;
-        let (pd, first) = g.parity_disk_mod(sm, 0);
-        let mut parity_bits = 1u64 << pd;
-        if g.parity_count() == 2 {
-            parity_bits |= 1 << wrap(pd + 1, n);
-        }
-        // Data units' members: all members but P (and Q); those written, one by one.
-        let all = if n == 64 { !0 } else { (1u64 << n) - 1 };
-        let data_bits = all & !parity_bits;
-        let mut written_bits = 0u64;
-        let mut rest = w_mask;
-        while rest != 0 {
-            let d = rest.trailing_zeros() as u64;
-            rest &= rest - 1;
-            written_bits |= 1 << g.data_member(sm, first, d);
-        }
-        let write_bits = written_bits | parity_bits;
-        let read_bits = if rcw == 0 {
-            0
-        } else if read_written {
-            written_bits | parity_bits
-        } else {
-            data_bits & !written_bits
-        };
-        let emit = |mut bits: u64, out: &mut Vec<Piece>| {
-            out.clear();
-            while bits != 0 {
-                let disk = bits.trailing_zeros();
-                bits &= bits - 1;
-                out.push(Piece {
-                    disk,
-                    offset: at,
-                    len: ROW,
-                });
-            }
-        };
-        emit(read_bits, reads_out);
-        emit(write_bits, writes_out);
+        plan_one_row(g, stripe, row, w_mask, reads_out, writes_out);
         return;
     }
     // P (and Q after it), as `parity_map` places them, and each data unit's member.
@@ -459,6 +436,67 @@ pub fn plan_stripe_into(
     merge_rows(reads, words, read_disks, base, reads_out);
     merge_rows(writes, words, write_disks, base, writes_out);
     scratch.disks = members;
+}
+
+/// `plan_stripe_into` for writes to a single 4 KiB row `row` of a stripe of an array of at
+/// most 64 members: `w_mask` has a bit per data unit written in that row. The members
+/// come straight from bit masks, so the pieces come out by member without sorting. The
+/// simulator calls it directly for a stripe holding one written block (a small random
+/// write), which it knows without scanning the row bitmaps.
+pub fn plan_one_row(
+    g: &Geometry,
+    stripe: u64,
+    row: u64,
+    w_mask: u64,
+    reads_out: &mut Vec<Piece>,
+    writes_out: &mut Vec<Piece>,
+) {
+    debug_assert!(g.disks <= 64 && w_mask != 0);
+    let dds = g.data_disks() as usize;
+    let n_written = w_mask.count_ones() as usize;
+    let rmw = n_written + g.parity_count() as usize;
+    let rcw = dds - n_written;
+    let read_written = rmw < rcw;
+    let at = stripe * g.chunk + row * ROW;
+    let n = g.disks as u64;
+    let sm = stripe % n;
+    let (pd, first) = g.parity_disk_mod(sm, 0);
+    let mut parity_bits = 1u64 << pd;
+    if g.parity_count() == 2 {
+        parity_bits |= 1 << wrap(pd + 1, n);
+    }
+    // Data units' members: all members but P (and Q); those written, one by one.
+    let all = if n == 64 { !0 } else { (1u64 << n) - 1 };
+    let data_bits = all & !parity_bits;
+    let mut written_bits = 0u64;
+    let mut rest = w_mask;
+    while rest != 0 {
+        let d = rest.trailing_zeros() as u64;
+        rest &= rest - 1;
+        written_bits |= 1 << g.data_member(sm, first, d);
+    }
+    let write_bits = written_bits | parity_bits;
+    let read_bits = if rcw == 0 {
+        0
+    } else if read_written {
+        written_bits | parity_bits
+    } else {
+        data_bits & !written_bits
+    };
+    let emit = |mut bits: u64, out: &mut Vec<Piece>| {
+        out.clear();
+        while bits != 0 {
+            let disk = bits.trailing_zeros();
+            bits &= bits - 1;
+            out.push(Piece {
+                disk,
+                offset: at,
+                len: ROW,
+            });
+        }
+    };
+    emit(read_bits, reads_out);
+    emit(write_bits, writes_out);
 }
 
 /// Contiguous rows on one member become one I/O, as the block layer merges them.
