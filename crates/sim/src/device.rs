@@ -26,13 +26,19 @@ pub struct MemberOp {
     pub tag: u64,
 }
 
-/// What a device asks of the simulator.
-#[derive(Debug, Default)]
-pub struct Out {
+/// Where a device's wake-ups go: `push((at, token))` asks the simulator to wake the device
+/// at `at` with `token`. The simulator's own implementation puts them straight into its
+/// event queue, in the order they are asked for.
+pub trait Wakes {
+    fn push(&mut self, wake: (Nanos, u64));
+}
+
+/// What a device asks of the simulator during one call.
+pub struct Out<'a, W: Wakes> {
     /// Wake the device at this time with this token.
-    pub wakes: Vec<(Nanos, u64)>,
-    /// Host-visible completions, now.
-    pub done: Vec<u64>,
+    pub wakes: W,
+    /// Host-visible completions, now: the simulator handles them after the call.
+    pub done: &'a mut Vec<u64>,
 }
 
 /// Counters behind fio's `disk_util`.
@@ -60,7 +66,7 @@ impl Device {
         }
     }
 
-    pub fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+    pub fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
         match self {
             Device::Hdd(d) => d.submit(now, op, out),
             Device::Ssd(d) => d.submit(now, op, out),
@@ -68,7 +74,7 @@ impl Device {
         }
     }
 
-    pub fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+    pub fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         match self {
             Device::Hdd(d) => d.wake(now, token, out),
             Device::Ssd(d) => d.wake(now, token, out),
@@ -385,7 +391,7 @@ impl Hdd {
         (t + wait, q.transfer)
     }
 
-    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+    fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
         self.pending += 1;
         let (i, z) = self.zone(op.offset);
         let last = op.offset + op.len.saturating_sub(1);
@@ -432,7 +438,7 @@ impl Hdd {
         self.dirty * 4 > self.p.cache.0 * 3
     }
 
-    fn start_next(&mut self, now: Nanos, out: &mut Out) {
+    fn start_next<W: Wakes>(&mut self, now: Nanos, out: &mut Out<W>) {
         // Host commands first; destage when none waits or the cache is nearly full.
         let cache_pressure = self.cache_pressure();
         let (mut found, mut from_destage, mut best_i, mut best_pos, mut best_xfer) =
@@ -464,7 +470,7 @@ impl Hdd {
 
     /// Start serving `q`, positioned in `pos` and transferred in `xfer` nanoseconds.
     #[inline]
-    fn serve(&mut self, now: Nanos, q: Queued, pos: f64, xfer: f64, out: &mut Out) {
+    fn serve<W: Wakes>(&mut self, now: Nanos, q: Queued, pos: f64, xfer: f64, out: &mut Out<W>) {
         let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
         self.busy = true;
@@ -472,7 +478,7 @@ impl Hdd {
         out.wakes.push((now + service, SERVICE_DONE));
     }
 
-    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+    fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         if token & ACK != 0 {
             let tag = token & !ACK;
             self.pending -= 1;
@@ -544,7 +550,7 @@ impl Ssd {
         }
     }
 
-    fn start(&mut self, now: Nanos, op: MemberOp, arrival: Nanos, out: &mut Out) {
+    fn start<W: Wakes>(&mut self, now: Nanos, op: MemberOp, arrival: Nanos, out: &mut Out<W>) {
         let lat = if op.write {
             self.p.write_latency
         } else {
@@ -558,7 +564,7 @@ impl Ssd {
         out.wakes.push((now + service, slot as u64));
     }
 
-    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+    fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
         self.pending += 1;
         self.last_end = op.offset + op.len;
         if self.busy_units < self.p.parallel_units {
@@ -568,7 +574,7 @@ impl Ssd {
         }
     }
 
-    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+    fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         let (op, arrival) = self.in_flight.remove(token as u32);
         self.busy_units -= 1;
         self.pending -= 1;
@@ -653,7 +659,7 @@ impl Throttle {
         wait
     }
 
-    fn pump(&mut self, now: Nanos, out: &mut Out) {
+    fn pump<W: Wakes>(&mut self, now: Nanos, out: &mut Out<W>) {
         self.leak(now);
         while let Some(&(op, arrival)) = self.queue.front() {
             let wait = self.wait_for(&op);
@@ -681,7 +687,7 @@ impl Throttle {
         }
     }
 
-    fn submit(&mut self, now: Nanos, op: MemberOp, out: &mut Out) {
+    fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
         self.pending += 1;
         self.last_end = op.offset + op.len;
         self.queue.push_back((op, now));
@@ -690,7 +696,7 @@ impl Throttle {
         }
     }
 
-    fn wake(&mut self, now: Nanos, token: u64, out: &mut Out) {
+    fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         if token == THROTTLE_TIMER {
             self.timer_armed = false;
             self.pump(now, out);

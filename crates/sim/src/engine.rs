@@ -12,7 +12,7 @@
 //! allocate.
 
 use crate::bitmap::{self, Bitmap};
-use crate::device::{Device, DeviceStats, MemberOp, Out};
+use crate::device::{Device, DeviceStats, MemberOp, Out, Wakes};
 use crate::hist::Histogram;
 use crate::md::{
     needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW,
@@ -331,15 +331,33 @@ pub struct Engine {
     lat_per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
-    /// Spare device output buffers: handling one device's output can submit to another
-    /// device, so buffers nest; each level takes one from here and gives it back.
-    /// Boxed, so taking and returning one moves a pointer, not the buffers' fields (the
-    /// copy of a just-cleared `Out` through the stack stalled on store forwarding).
-    #[allow(clippy::vec_box)]
-    outs: Vec<Box<Out>>,
-    /// `start_phase`'s (member, end of its wakes) list, kept for its buffer.
-    phase_ends: Vec<(u32, usize)>,
+    /// Spare completion lists: handling one device's completions can submit to another
+    /// device, so the lists nest; each level takes one from here and gives it back.
+    dones: Vec<Vec<u64>>,
     adapter: Adapter,
+}
+
+/// The event queue as a device sees it: its wake-ups become `Ev::Dev` events of its disk,
+/// numbered in the order asked for.
+struct Sched<'a> {
+    heap: &'a mut EventQueue<Ev>,
+    seq: &'a mut u64,
+    disk: u32,
+}
+
+impl Wakes for Sched<'_> {
+    #[inline]
+    fn push(&mut self, (at, token): (Nanos, u64)) {
+        *self.seq += 1;
+        self.heap.push(
+            at,
+            *self.seq,
+            Ev::Dev {
+                disk: self.disk,
+                token,
+            },
+        );
+    }
 }
 
 /// The host adapter the members hang off: at most `slots` commands in flight across all
@@ -455,8 +473,7 @@ impl Engine {
             lat_per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
             array_ios: [0, 0],
             events: 0,
-            outs: Vec::new(),
-            phase_ends: Vec::new(),
+            dones: Vec::new(),
             adapter: Adapter {
                 slots: case.disks.host_queue.unwrap_or(u32::MAX),
                 busy: 0,
@@ -520,10 +537,18 @@ impl Engine {
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::Dev { disk, token } => {
-                    let mut out = self.outs.pop().unwrap_or_default();
+                    let mut done = self.dones.pop().unwrap_or_default();
+                    let mut out = Out {
+                        wakes: Sched {
+                            heap: &mut self.heap,
+                            seq: &mut self.seq,
+                            disk,
+                        },
+                        done: &mut done,
+                    };
                     self.devices[disk as usize].wake(self.now, token, &mut out);
-                    self.drain(disk, &mut out);
-                    self.outs.push(out);
+                    self.complete(&mut done);
+                    self.dones.push(done);
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncStep => self.resync_step(),
@@ -543,43 +568,53 @@ impl Engine {
         }
     }
 
-    /// Turn a device's requests into events; completions are handled now.
-    fn drain(&mut self, disk: u32, out: &mut Out) {
-        for i in 0..out.wakes.len() {
-            let (at, token) = out.wakes[i];
-            self.schedule(at, Ev::Dev { disk, token });
-        }
-        out.wakes.clear();
-        for i in 0..out.done.len() {
-            let tag = out.done[i];
+    /// Handle the member commands a device call completed (its wake-ups are already in
+    /// the event queue), in order.
+    fn complete(&mut self, done: &mut Vec<u64>) {
+        for &tag in done.iter() {
             if self.adapter.limited() {
                 self.adapter_release();
             }
             self.op_done(tag as u32);
         }
-        out.done.clear();
+        done.clear();
+    }
+
+    /// Hand a command to member `disk` now: its wake-ups go into the event queue, what it
+    /// completes at once into `done`.
+    #[inline]
+    fn device_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
+        let mut out = Out {
+            wakes: Sched {
+                heap: &mut self.heap,
+                seq: &mut self.seq,
+                disk,
+            },
+            done,
+        };
+        self.devices[disk as usize].submit(self.now, op, &mut out);
     }
 
     /// Hand a command to a member, through the host adapter when the plan has one.
     #[inline]
-    fn member_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
+    fn member_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
         if self.adapter.limited() {
-            self.adapter_submit(disk, op, out);
+            self.adapter_submit(disk, op, done);
         } else {
-            self.devices[disk as usize].submit(self.now, op, out);
+            self.device_submit(disk, op, done);
         }
     }
 
     /// `member_submit` behind a host adapter: queue the command while all the adapter's
     /// slots are taken. Out of line: only plans with `host_queue` come here.
     #[inline(never)]
-    fn adapter_submit(&mut self, disk: u32, op: MemberOp, out: &mut Out) {
+    fn adapter_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
         if self.adapter.busy == self.adapter.slots {
             self.adapter.waiting.push_back((disk, op));
             return;
         }
         self.adapter.busy += 1;
-        self.devices[disk as usize].submit(self.now, op, out);
+        self.device_submit(disk, op, done);
     }
 
     /// A member completed a command: its slot goes to the longest-waiting command.
@@ -587,10 +622,10 @@ impl Engine {
     fn adapter_release(&mut self) {
         self.adapter.busy -= 1;
         if let Some((disk, op)) = self.adapter.waiting.pop_front() {
-            let mut out = self.outs.pop().unwrap_or_default();
-            self.adapter_submit(disk, op, &mut out);
-            self.drain(disk, &mut out);
-            self.outs.push(out);
+            let mut done = self.dones.pop().unwrap_or_default();
+            self.adapter_submit(disk, op, &mut done);
+            self.complete(&mut done);
+            self.dones.push(done);
         }
     }
 
@@ -959,19 +994,15 @@ impl Engine {
         *copies.iter().min_by_key(distance).expect("copies")
     }
 
-    /// Submit a part's current phase. The members' requests are submitted first and turned
-    /// into events afterwards, in the same order (each member's wakes, member by member), so
-    /// the members' timing arithmetic is independent work the CPU overlaps; a submit that
-    /// completed something at once is drained on the spot, as the order requires.
+    /// Submit a part's current phase, member by member; a submit that completed something
+    /// at once has it handled on the spot, before the next member's.
     fn start_phase(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
         let phase = part.phase;
         let (write, ref pieces) = part.phases[phase];
         let n = pieces.len();
         part.pending = n as u32;
-        let mut out = self.outs.pop().unwrap_or_default();
-        let mut ends = std::mem::take(&mut self.phase_ends);
-        ends.clear();
+        let mut done = self.dones.pop().unwrap_or_default();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
@@ -980,37 +1011,12 @@ impl Engine {
                 len: p.len,
                 tag: part_id as u64,
             };
-            self.member_submit(p.disk, op, &mut out);
-            ends.push((p.disk, out.wakes.len()));
-            if !out.done.is_empty() {
-                self.drain_phase(&ends, &mut out);
-                ends.clear();
+            self.member_submit(p.disk, op, &mut done);
+            if !done.is_empty() {
+                self.complete(&mut done);
             }
         }
-        self.drain_phase(&ends, &mut out);
-        self.phase_ends = ends;
-        self.outs.push(out);
-    }
-
-    /// `drain` for the output of several members: `ends` holds each member and the end of
-    /// its wakes in `out`; completions (of the last member only) come after all wakes.
-    fn drain_phase(&mut self, ends: &[(u32, usize)], out: &mut Out) {
-        let mut start = 0;
-        for &(disk, end) in ends {
-            for i in start..end {
-                let (at, token) = out.wakes[i];
-                self.schedule(at, Ev::Dev { disk, token });
-            }
-            start = end;
-        }
-        out.wakes.clear();
-        for i in 0..out.done.len() {
-            if self.adapter.limited() {
-                self.adapter_release();
-            }
-            self.op_done(out.done[i] as u32);
-        }
-        out.done.clear();
+        self.dones.push(done);
     }
 
     fn op_done(&mut self, part_id: u32) {
