@@ -201,6 +201,7 @@ const SPTF_WINDOW: usize = 64;
 
 pub struct Hdd {
     p: HddParams,
+    /// The zones, outer to inner, and a sentinel starting at `u64::MAX`.
     zones: Vec<Zone>,
     /// For each `1 << lut_shift` bytes of the disk, the zone its first byte lies in: a
     /// zone lookup is one load and at most a step or two, not a binary search.
@@ -276,6 +277,12 @@ impl Hdd {
                 zones.partition_point(|z| z.start <= at).saturating_sub(1) as u16
             })
             .collect();
+        // A sentinel after the last zone, so `zone` needs no bounds test.
+        let mut zones = zones;
+        zones.push(Zone {
+            start: u64::MAX,
+            ..zones[zones.len() - 1]
+        });
         let n = p.cylinders as f64;
         let third = n / 3.0;
         let t1 = p.track_to_track.0 as f64;
@@ -333,9 +340,12 @@ impl Hdd {
     fn zone(&self, offset: u64) -> (usize, &Zone) {
         let b = ((offset >> self.lut_shift) as usize).min(self.zone_lut.len() - 1);
         let mut i = self.zone_lut[b] as usize;
-        while i + 1 < self.zones.len() && self.zones[i + 1].start <= offset {
+        // A bucket spans at most two zones: one step at most (the last zone has a sentinel
+        // successor starting at u64::MAX).
+        if self.zones[i + 1].start <= offset {
             i += 1;
         }
+        debug_assert!(self.zones[i + 1].start > offset);
         (i, &self.zones[i])
     }
 

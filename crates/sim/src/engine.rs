@@ -346,7 +346,7 @@ struct Sched<'a> {
 }
 
 impl Wakes for Sched<'_> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, (at, token): (Nanos, u64)) {
         *self.seq += 1;
         self.heap.push(
