@@ -156,27 +156,29 @@ fn ceil_pos(x: f64) -> u64 {
     }
 }
 
+/// A zone's figures, as reciprocals: the hot path multiplies, it never divides.
 #[derive(Debug, Clone, Copy)]
 struct Zone {
     start: u64,
-    bytes_per_cyl: f64,
-    /// Bytes per nanosecond.
-    rate: f64,
-    /// Bytes passing under the head in one revolution.
-    track: f64,
+    /// Cylinders per byte.
+    cyl_per_byte: f64,
+    /// Revolutions per byte (1 / bytes passing under the head in one revolution).
+    revs_per_byte: f64,
+    /// Nanoseconds per byte of media transfer.
+    ns_per_byte: f64,
 }
 
-/// The seek curve's constants, each worked out exactly as `Hdd::seek` spelled them
-/// (same operations, same order), once instead of per call.
+/// The seek curve's constants, worked out once instead of per call.
 #[derive(Debug, Clone, Copy)]
 struct SeekCurve {
     third: f64,
-    third_m1: f64,
+    /// 1 / (third - 1).
+    inv_third_m1: f64,
     t1: f64,
     ta: f64,
     ta_t1: f64,
-    tf_ta: f64,
-    n_third: f64,
+    /// Slope of the linear part: (full stroke - average) / (cylinders - third).
+    long_slope: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -213,6 +215,7 @@ pub struct Hdd {
     overhead: f64,
     write_settle: f64,
     period: f64,
+    inv_period: f64,
     /// Angle (fraction of a revolution) at time zero.
     phase: f64,
     write_cache: bool,
@@ -255,9 +258,9 @@ impl Hdd {
                 let zone_bytes = p.capacity.0 as f64 * r / rate_sum;
                 let z = Zone {
                     start,
-                    bytes_per_cyl: zone_bytes / cyl_per_zone,
-                    rate: r,
-                    track: r * period,
+                    cyl_per_byte: cyl_per_zone / zone_bytes,
+                    revs_per_byte: 1.0 / (r * period),
+                    ns_per_byte: 1.0 / r,
                 };
                 start += zone_bytes as u64;
                 z
@@ -290,12 +293,11 @@ impl Hdd {
         let tf = p.full_stroke.0 as f64;
         let curve = SeekCurve {
             third,
-            third_m1: third - 1.0,
+            inv_third_m1: 1.0 / (third - 1.0),
             t1,
             ta,
             ta_t1: ta - t1,
-            tf_ta: tf - ta,
-            n_third: n - third,
+            long_slope: (tf - ta) / (n - third),
         };
         Hdd {
             p: p.clone(),
@@ -307,6 +309,7 @@ impl Hdd {
             zones,
             cyl_per_zone,
             period,
+            inv_period: 1.0 / period,
             phase,
             write_cache,
             queue: Vec::new(),
@@ -356,7 +359,7 @@ impl Hdd {
 
     /// `cylinder` for an offset already known to lie in zone `i`.
     fn cylinder_in(&self, i: usize, z: &Zone, offset: u64) -> f64 {
-        i as f64 * self.cyl_per_zone + floor_pos(to_f64(offset - z.start) / z.bytes_per_cyl)
+        i as f64 * self.cyl_per_zone + floor_pos(to_f64(offset - z.start) * z.cyl_per_byte)
     }
 
     /// Seek time over `d` cylinders: sqrt-shaped up to a third of the stroke, then linear,
@@ -367,24 +370,26 @@ impl Hdd {
         }
         let c = &self.curve;
         if d <= c.third {
-            c.t1 + c.ta_t1 * ((d - 1.0) / c.third_m1).sqrt()
+            c.t1 + c.ta_t1 * ((d - 1.0) * c.inv_third_m1).sqrt()
         } else {
-            c.ta + c.tf_ta * (d - c.third) / c.n_third
+            c.ta + (d - c.third) * c.long_slope
         }
     }
 
     /// Angle of an offset within its track, as a fraction of a revolution.
     fn angle_in(z: &Zone, offset: u64) -> f64 {
-        fract_pos(to_f64(offset - z.start) / z.track)
+        fract_pos(to_f64(offset - z.start) * z.revs_per_byte)
     }
 
-    fn angle_at(&self, t: f64) -> f64 {
-        fract_pos(t / self.period + self.phase)
+    /// The platter's position at `now`, in revolutions since time zero (plus the phase):
+    /// worked out once per queue scan.
+    fn revs_at(&self, now: Nanos) -> f64 {
+        to_f64(now.0) * self.inv_period + self.phase
     }
 
     /// Time from `now` until the data transfer of `q` can start, and its transfer time.
     #[inline]
-    fn positioning(&self, now: Nanos, q: &Queued) -> (f64, f64) {
+    fn positioning(&self, revs: f64, q: &Queued) -> (f64, f64) {
         if q.op.offset == self.last_end {
             // Streaming on from the previous transfer: the firmware overlaps the command.
             return (0.0, q.transfer);
@@ -394,7 +399,7 @@ impl Hdd {
         if q.op.write {
             t += self.write_settle;
         }
-        let here = self.angle_at(to_f64(now.0) + t);
+        let here = fract_pos(revs + t * self.inv_period);
         // (q.angle - here).rem_euclid(1.0), both in [0, 1): the same value without fmod.
         let ahead = q.angle - here;
         let wait = if ahead < 0.0 { ahead + 1.0 } else { ahead } * self.period;
@@ -416,7 +421,7 @@ impl Hdd {
             destage: false,
             cyl: self.cylinder_in(i, z, op.offset),
             angle: Self::angle_in(z, op.offset),
-            transfer: to_f64(op.len) / z.rate,
+            transfer: to_f64(op.len) * z.ns_per_byte,
         };
         if op.write && self.write_cache && self.dirty + op.len <= self.p.cache.0 {
             // Acknowledged once the data is in the drive's cache; written later.
@@ -431,7 +436,7 @@ impl Hdd {
         {
             // The drive is idle and this is the only command `start_next` would consider:
             // serve it straight away.
-            let (pos, xfer) = self.positioning(now, &q);
+            let (pos, xfer) = self.positioning(self.revs_at(now), &q);
             self.serve(now, q, pos, xfer, out);
             return;
         } else if self.queue.len() < self.p.queue_depth as usize {
@@ -453,15 +458,16 @@ impl Hdd {
         let cache_pressure = self.cache_pressure();
         let (mut found, mut from_destage, mut best_i, mut best_pos, mut best_xfer) =
             (false, false, 0, 0.0, 0.0);
+        let revs = self.revs_at(now);
         for (i, q) in self.queue.iter().enumerate().take(SPTF_WINDOW) {
-            let (pos, xfer) = self.positioning(now, q);
+            let (pos, xfer) = self.positioning(revs, q);
             if !found || pos < best_pos {
                 (found, best_i, best_pos, best_xfer) = (true, i, pos, xfer);
             }
         }
         if (!found || cache_pressure) && !self.destage.is_empty() {
             for (i, q) in self.destage.iter().enumerate().take(SPTF_WINDOW) {
-                let (pos, xfer) = self.positioning(now, q);
+                let (pos, xfer) = self.positioning(revs, q);
                 if !found || pos < best_pos {
                     (found, from_destage, best_i, best_pos, best_xfer) = (true, true, i, pos, xfer);
                 }
