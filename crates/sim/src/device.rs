@@ -11,7 +11,7 @@
 //! shortest-positioning-time-first, and an optional volatile write cache.
 
 use crate::slab::Slab;
-use raidlab_core::disk::{DiskKind, DiskModel, HddParams, SsdParams, ThrottleParams};
+use raidlab_core::disk::{HddParams, SsdParams, ThrottleParams};
 use raidlab_core::Nanos;
 use std::collections::VecDeque;
 
@@ -51,67 +51,50 @@ pub struct DeviceStats {
     pub busy: Nanos,
 }
 
-pub enum Device {
-    Hdd(Box<Hdd>),
-    Ssd(Ssd),
-    Throttle(Throttle),
-}
-
-impl Device {
-    pub fn new(model: &DiskModel, write_cache: bool, phase: f64) -> Device {
-        match &model.kind {
-            DiskKind::Hdd(p) => Device::Hdd(Box::new(Hdd::new(p, write_cache, phase))),
-            DiskKind::Ssd(p) => Device::Ssd(Ssd::new(p)),
-            DiskKind::Throttle(p) => Device::Throttle(Throttle::new(p)),
-        }
-    }
-
-    pub fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
-        match self {
-            Device::Hdd(d) => d.submit(now, op, out),
-            Device::Ssd(d) => d.submit(now, op, out),
-            Device::Throttle(d) => d.submit(now, op, out),
-        }
-    }
-
-    pub fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
-        match self {
-            Device::Hdd(d) => d.wake(now, token, out),
-            Device::Ssd(d) => d.wake(now, token, out),
-            Device::Throttle(d) => d.wake(now, token, out),
-        }
-    }
-
+/// A member device as the simulator drives it. All members of an array are one model, so
+/// the simulator is generic over it and these calls inline into its request path.
+pub trait Member {
+    fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>);
+    fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>);
     /// Host operations submitted and not yet completed.
-    pub fn pending(&self) -> usize {
-        match self {
-            Device::Hdd(d) => d.pending,
-            Device::Ssd(d) => d.pending,
-            Device::Throttle(d) => d.pending,
-        }
-    }
-
+    fn pending(&self) -> usize;
     /// Where the head is (byte offset), for md's nearest-head read balancing.
-    pub fn head(&self) -> u64 {
-        match self {
-            Device::Hdd(d) => d.head_offset,
-            Device::Ssd(d) => d.last_end,
-            Device::Throttle(d) => d.last_end,
-        }
-    }
-
-    pub fn rotational(&self) -> bool {
-        matches!(self, Device::Hdd(_))
-    }
-
-    pub fn stats(&self) -> &DeviceStats {
-        match self {
-            Device::Hdd(d) => &d.stats,
-            Device::Ssd(d) => &d.stats,
-            Device::Throttle(d) => &d.stats,
-        }
-    }
+    fn head(&self) -> u64;
+    fn rotational(&self) -> bool;
+    fn stats(&self) -> &DeviceStats;
 }
+
+/// `Member` for a device type whose inherent `submit` and `wake` do the work.
+macro_rules! member {
+    ($t:ty, $head:ident, $rotational:expr) => {
+        impl Member for $t {
+            #[inline]
+            fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
+                <$t>::submit(self, now, op, out)
+            }
+            #[inline]
+            fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
+                <$t>::wake(self, now, token, out)
+            }
+            fn pending(&self) -> usize {
+                self.pending
+            }
+            fn head(&self) -> u64 {
+                self.$head
+            }
+            fn rotational(&self) -> bool {
+                $rotational
+            }
+            fn stats(&self) -> &DeviceStats {
+                &self.stats
+            }
+        }
+    };
+}
+
+member!(Hdd, head_offset, true);
+member!(Ssd, last_end, false);
+member!(Throttle, last_end, false);
 
 fn count(stats: &mut DeviceStats, op: &MemberOp, latency: Nanos) {
     if op.write {
@@ -236,7 +219,7 @@ pub struct Hdd {
 }
 
 impl Hdd {
-    fn new(p: &HddParams, write_cache: bool, phase: f64) -> Hdd {
+    pub fn new(p: &HddParams, write_cache: bool, phase: f64) -> Hdd {
         let zones_n = p.zones.max(1) as usize;
         let cyl_per_zone = p.cylinders as f64 / zones_n as f64;
         let rates: Vec<f64> = (0..zones_n)
@@ -551,7 +534,7 @@ pub struct Ssd {
 }
 
 impl Ssd {
-    fn new(p: &SsdParams) -> Ssd {
+    pub fn new(p: &SsdParams) -> Ssd {
         let units = p.parallel_units.max(1) as f64;
         let per_unit = |mb_s: f64| mb_s * 1e6 / 1e9 / units;
         Ssd {
@@ -624,7 +607,7 @@ pub struct Throttle {
 const THROTTLE_TIMER: u64 = u64::MAX;
 
 impl Throttle {
-    fn new(p: &ThrottleParams) -> Throttle {
+    pub fn new(p: &ThrottleParams) -> Throttle {
         Throttle {
             p: p.clone(),
             queue: VecDeque::new(),

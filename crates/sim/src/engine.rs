@@ -12,7 +12,7 @@
 //! allocate.
 
 use crate::bitmap::{self, Bitmap};
-use crate::device::{Device, DeviceStats, MemberOp, Out, Wakes};
+use crate::device::{DeviceStats, Member, MemberOp, Out, Wakes};
 use crate::hist::Histogram;
 use crate::md::{
     needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW,
@@ -20,10 +20,9 @@ use crate::md::{
 use crate::queue::{EventQueue, Key};
 use crate::resync::{self, Resync};
 use crate::slab::{Pool, Slab};
-use raidlab_core::disk::DiskModel;
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
-use raidlab_core::{Case, Layout, Level, Nanos, Rw, WriteCache, DEFAULT_STRIPE_CACHE};
+use raidlab_core::{Case, Layout, Level, Nanos, Rw, DEFAULT_STRIPE_CACHE};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -274,12 +273,12 @@ struct Stripe {
     fly_part: u32,
 }
 
-pub struct Engine {
+pub struct Engine<D> {
     now: Nanos,
     seq: u64,
     heap: EventQueue<Ev>,
     timers: VecDeque<Timer>,
-    devices: Vec<Device>,
+    devices: Vec<D>,
     geo: Geometry,
     rw: Rw,
     rwmixread: u8,
@@ -398,17 +397,15 @@ fn stream(seed: u64, component: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ component.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-impl Engine {
-    /// `member` is the bytes of each member the array uses (span or capacity).
-    pub fn new(case: &Case, model: &DiskModel, member: u64, seed: u64) -> Engine {
+impl<D: Member> Engine<D> {
+    /// `member` is the bytes of each member the array uses (span or capacity); `device`
+    /// makes a member from its platters' angle at time zero (a fraction of a revolution,
+    /// drawn per member from the seed).
+    pub fn new(case: &Case, member: u64, seed: u64, device: impl Fn(f64) -> D) -> Engine<D> {
         let spec = &case.array;
         let w = &case.workload;
-        let write_cache = spec.write_cache == WriteCache::On;
         let devices = (0..spec.disks)
-            .map(|d| {
-                let phase = stream(seed, 1_000 + d as u64).gen::<f64>();
-                Device::new(model, write_cache, phase)
-            })
+            .map(|d| device(stream(seed, 1_000 + d as u64).gen::<f64>()))
             .collect();
         let geo = Geometry::new(spec, member);
         let bitmap = (spec.bitmap == BitmapSetting::Internal

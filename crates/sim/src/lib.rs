@@ -15,8 +15,10 @@ mod queue;
 pub mod resync;
 mod slab;
 
-use raidlab_core::disk::DiskModel;
-use raidlab_core::{Bytes, Case};
+use device::{Hdd, Ssd, Throttle};
+use engine::Engine;
+use raidlab_core::disk::{DiskKind, DiskModel};
+use raidlab_core::{Bytes, Case, WriteCache};
 
 /// Why a case cannot be simulated, and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +82,15 @@ pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
 pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     let model = resolve_model(case)?;
     let member: Bytes = case.disks.span.unwrap_or(model.capacity());
-    let run = engine::Engine::new(case, &model, member.0, seed).run();
+    let write_cache = case.array.write_cache == WriteCache::On;
+    let run = match &model.kind {
+        DiskKind::Hdd(p) => Engine::new(case, member.0, seed, |phase| {
+            Hdd::new(p, write_cache, phase)
+        })
+        .run(),
+        DiskKind::Ssd(p) => Engine::new(case, member.0, seed, |_| Ssd::new(p)).run(),
+        DiskKind::Throttle(p) => Engine::new(case, member.0, seed, |_| Throttle::new(p)).run(),
+    };
     let model_json = serde_json::to_value(&model).expect("model serialises");
     Ok(SimOutput {
         fio_json: fiojson::render(case, &run, seed, &model_json),
