@@ -330,9 +330,11 @@ pub struct Engine<D> {
     lat_per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
-    /// Spare completion lists: handling one device's completions can submit to another
-    /// device, so the lists nest; each level takes one from here and gives it back.
-    dones: Vec<Vec<u64>>,
+    /// Member commands devices completed and the engine has yet to handle, as a stack:
+    /// handling one device's completions can submit to another device, which may complete
+    /// something at once, so handlers nest. Each handles the entries above the length it
+    /// found and cuts the stack back to it (`complete_from`).
+    done: Vec<u64>,
     adapter: Adapter,
 }
 
@@ -470,7 +472,7 @@ impl<D: Member> Engine<D> {
             lat_per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
             array_ios: [0, 0],
             events: 0,
-            dones: Vec::new(),
+            done: Vec::new(),
             adapter: Adapter {
                 slots: case.disks.host_queue.unwrap_or(u32::MAX),
                 busy: 0,
@@ -534,18 +536,17 @@ impl<D: Member> Engine<D> {
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::Dev { disk, token } => {
-                    let mut done = self.dones.pop().unwrap_or_default();
+                    let base = self.done.len();
                     let mut out = Out {
                         wakes: Sched {
                             heap: &mut self.heap,
                             seq: &mut self.seq,
                             disk,
                         },
-                        done: &mut done,
+                        done: &mut self.done,
                     };
                     self.devices[disk as usize].wake(self.now, token, &mut out);
-                    self.complete(&mut done);
-                    self.dones.push(done);
+                    self.complete_from(base);
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncStep => self.resync_step(),
@@ -565,53 +566,57 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// Handle the member commands a device call completed (its wake-ups are already in
-    /// the event queue), in order.
-    fn complete(&mut self, done: &mut Vec<u64>) {
-        for &tag in done.iter() {
+    /// Handle, in order, the member commands device calls completed since the `done`
+    /// stack was `base` long (their wake-ups are already in the event queue). Handlers
+    /// nested inside leave the stack as they found it, so the entries stay put.
+    fn complete_from(&mut self, base: usize) {
+        let end = self.done.len();
+        for i in base..end {
+            let tag = self.done[i];
             if self.adapter.limited() {
                 self.adapter_release();
             }
             self.op_done(tag as u32);
         }
-        done.clear();
+        debug_assert_eq!(self.done.len(), end);
+        self.done.truncate(base);
     }
 
     /// Hand a command to member `disk` now: its wake-ups go into the event queue, what it
-    /// completes at once into `done`.
+    /// completes at once onto the `done` stack.
     #[inline]
-    fn device_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
+    fn device_submit(&mut self, disk: u32, op: MemberOp) {
         let mut out = Out {
             wakes: Sched {
                 heap: &mut self.heap,
                 seq: &mut self.seq,
                 disk,
             },
-            done,
+            done: &mut self.done,
         };
         self.devices[disk as usize].submit(self.now, op, &mut out);
     }
 
     /// Hand a command to a member, through the host adapter when the plan has one.
     #[inline]
-    fn member_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
+    fn member_submit(&mut self, disk: u32, op: MemberOp) {
         if self.adapter.limited() {
-            self.adapter_submit(disk, op, done);
+            self.adapter_submit(disk, op);
         } else {
-            self.device_submit(disk, op, done);
+            self.device_submit(disk, op);
         }
     }
 
     /// `member_submit` behind a host adapter: queue the command while all the adapter's
     /// slots are taken. Out of line: only plans with `host_queue` come here.
     #[inline(never)]
-    fn adapter_submit(&mut self, disk: u32, op: MemberOp, done: &mut Vec<u64>) {
+    fn adapter_submit(&mut self, disk: u32, op: MemberOp) {
         if self.adapter.busy == self.adapter.slots {
             self.adapter.waiting.push_back((disk, op));
             return;
         }
         self.adapter.busy += 1;
-        self.device_submit(disk, op, done);
+        self.device_submit(disk, op);
     }
 
     /// A member completed a command: its slot goes to the longest-waiting command.
@@ -619,10 +624,9 @@ impl<D: Member> Engine<D> {
     fn adapter_release(&mut self) {
         self.adapter.busy -= 1;
         if let Some((disk, op)) = self.adapter.waiting.pop_front() {
-            let mut done = self.dones.pop().unwrap_or_default();
-            self.adapter_submit(disk, op, &mut done);
-            self.complete(&mut done);
-            self.dones.push(done);
+            let base = self.done.len();
+            self.adapter_submit(disk, op);
+            self.complete_from(base);
         }
     }
 
@@ -999,7 +1003,7 @@ impl<D: Member> Engine<D> {
         let (write, ref pieces) = part.phases[phase];
         let n = pieces.len();
         part.pending = n as u32;
-        let mut done = self.dones.pop().unwrap_or_default();
+        let base = self.done.len();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
@@ -1008,20 +1012,28 @@ impl<D: Member> Engine<D> {
                 len: p.len,
                 tag: part_id as u64,
             };
-            self.member_submit(p.disk, op, &mut done);
-            if !done.is_empty() {
-                self.complete(&mut done);
+            self.member_submit(p.disk, op);
+            if self.done.len() > base {
+                self.complete_from(base);
             }
         }
-        self.dones.push(done);
     }
 
+    /// A member command of a part completed.
+    #[inline]
     fn op_done(&mut self, part_id: u32) {
         let part = self.parts.get(part_id);
         part.pending -= 1;
-        if part.pending > 0 {
-            return;
+        if part.pending == 0 {
+            self.phase_done(part_id);
         }
+    }
+
+    /// Every member command of a part's phase completed: its next phase starts, or it is
+    /// done. Out of line, so the commands before the last return at once.
+    #[inline(never)]
+    fn phase_done(&mut self, part_id: u32) {
+        let part = self.parts.get(part_id);
         part.phase += 1;
         if part.phase < part.phase_count {
             self.start_phase(part_id);
