@@ -69,12 +69,15 @@ pub fn sim(a: SimArgs) -> Result<()> {
         quoted(&a.runtime),
         a.rwmixread
     );
-    // Errors name the plan field; the flag has the same name with dashes.
+    // Errors name the plan field; the flag has the same name with dashes, but for the
+    // disk fields whose flags are named after the disk.
     let plan = Plan::parse(&text, Path::new("<command line>")).map_err(|e| {
-        let flag = if e.field.starts_with("disks.params") {
-            "disk-param".to_string()
-        } else {
-            e.field.rsplit('.').next().unwrap_or("").replace('_', "-")
+        let flag = match e.field.as_str() {
+            f if f.starts_with("disks.params") => "disk-param".to_string(),
+            "disks.count" => "disks".to_string(),
+            "disks.model" => "disk".to_string(),
+            "disks.capacity" => "disk-capacity".to_string(),
+            f => f.rsplit('.').next().unwrap_or("").replace('_', "-"),
         };
         let value = e.value.map(|v| format!(" = {v}")).unwrap_or_default();
         anyhow!("{}{value}: {} (from --{flag})", e.field, e.message)

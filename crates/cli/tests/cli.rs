@@ -231,6 +231,19 @@ fn sim_prints_one_csv_row() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
+    // An error names the flag the bad value came from, also where flag and field differ.
+    for (args, flag) in [
+        (["--disk", "nope"], "(from --disk)"),
+        (["--disk-capacity", "lots"], "(from --disk-capacity)"),
+        (["--chunk", "96k"], "(from --chunk)"),
+    ] {
+        raidlab()
+            .arg("sim")
+            .args(args)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(flag));
+    }
     // A simulated resync is flagged like a measured one.
     let flagged = |resync: &str| {
         let v = json_out(&[
