@@ -349,16 +349,20 @@ struct Sched<'a> {
 impl Wakes for Sched<'_> {
     #[inline(always)]
     fn push(&mut self, (at, token): (Nanos, u64)) {
-        *self.seq += 1;
-        self.heap.push(
-            at,
-            *self.seq,
-            Ev::Dev {
-                disk: self.disk,
-                token,
-            },
-        );
+        let ev = Ev::Dev {
+            disk: self.disk,
+            token,
+        };
+        enqueue(self.heap, self.seq, at, ev);
     }
+}
+
+/// Number an event and queue it: the one place sequence numbers are handed out to the
+/// event queue (`Engine::schedule`, and devices' wake-ups through `Sched`).
+#[inline(always)]
+fn enqueue(heap: &mut EventQueue<Ev>, seq: &mut u64, at: Nanos, ev: Ev) {
+    *seq += 1;
+    heap.push(at, *seq, ev);
 }
 
 /// The host adapter the members hang off: at most `slots` commands in flight across all
@@ -483,8 +487,7 @@ impl<D: Member> Engine<D> {
     }
 
     fn schedule(&mut self, at: Nanos, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(at, self.seq, ev);
+        enqueue(&mut self.heap, &mut self.seq, at, ev);
     }
 
     /// Arm a stripe's plug timer, `PLUG_DELAY` from now.
@@ -536,16 +539,9 @@ impl<D: Member> Engine<D> {
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::Dev { disk, token } => {
-                    let base = self.done.len();
-                    let mut out = Out {
-                        wakes: Sched {
-                            heap: &mut self.heap,
-                            seq: &mut self.seq,
-                            disk,
-                        },
-                        done: &mut self.done,
-                    };
-                    self.devices[disk as usize].wake(self.now, token, &mut out);
+                    let (base, now) = (self.done.len(), self.now);
+                    let (device, mut out) = self.member(disk);
+                    device.wake(now, token, &mut out);
                     self.complete_from(base);
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
@@ -582,11 +578,11 @@ impl<D: Member> Engine<D> {
         self.done.truncate(base);
     }
 
-    /// Hand a command to member `disk` now: its wake-ups go into the event queue, what it
-    /// completes at once onto the `done` stack.
-    #[inline]
-    fn device_submit(&mut self, disk: u32, op: MemberOp) {
-        let mut out = Out {
+    /// Member `disk`, and where what it asks for goes: its wake-ups into the event queue,
+    /// what it completes onto the `done` stack.
+    #[inline(always)]
+    fn member(&mut self, disk: u32) -> (&mut D, Out<'_, Sched<'_>>) {
+        let out = Out {
             wakes: Sched {
                 heap: &mut self.heap,
                 seq: &mut self.seq,
@@ -594,7 +590,15 @@ impl<D: Member> Engine<D> {
             },
             done: &mut self.done,
         };
-        self.devices[disk as usize].submit(self.now, op, &mut out);
+        (&mut self.devices[disk as usize], out)
+    }
+
+    /// Hand a command to member `disk` now.
+    #[inline]
+    fn device_submit(&mut self, disk: u32, op: MemberOp) {
+        let now = self.now;
+        let (device, mut out) = self.member(disk);
+        device.submit(now, op, &mut out);
     }
 
     /// Hand a command to a member, through the host adapter when the plan has one.
@@ -851,7 +855,8 @@ impl<D: Member> Engine<D> {
             let end = offset + len;
             let first = offset / sd;
             if end <= (first + 1) * sd {
-                // Within one stripe (every small write): no further division.
+                // Within one stripe (every small write): no further division. (The loop below
+                // does the same, but costs 0.8 % more instructions per raid5 host I/O.)
                 self.hosts.get(host).remaining = 1;
                 self.stripe_write(host, first, offset - first * sd, end - first * sd);
                 return;
