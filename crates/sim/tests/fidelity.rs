@@ -1,6 +1,8 @@
 //! Fidelity gates: the simulator against the seeds' measurements and md's exact costs.
 //! A failure here means the model drifted; fix the model, not the figure.
 
+mod common;
+
 use raidlab_core::{Case, Level, Plan, Rw};
 use raidlab_fio::parse_output;
 use std::path::Path;
@@ -201,12 +203,19 @@ fn seed_2019_near_layout_writes_sequentially_ahead_of_raid5() {
     );
 }
 
-fn single_disk(qd: u32) -> f64 {
-    let text = format!(
-        "name = \"qd\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\"\n"
+/// Random-read IOPS over one whole `hdd-7200` at queue depth `qd`; `disks` adds lines to
+/// the plan's `[disks]` (a `[disks.params]` table).
+fn single_disk_with(disks: &str, qd: u32) -> f64 {
+    let c = common::one_case(
+        &format!("count = 1\nmodel = \"hdd-7200\"\n{disks}"),
+        "level = \"single\"",
+        &format!("rw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\""),
     );
-    let p = Plan::parse(&text, Path::new("qd.toml")).unwrap();
-    run(&p.cases()[0]).0
+    run(&c).0
+}
+
+fn single_disk(qd: u32) -> f64 {
+    single_disk_with("", qd)
 }
 
 #[test]
@@ -241,14 +250,8 @@ fn same_seed_same_bytes() {
 /// disk serves in arrival order, so a deeper host queue buys nothing.
 #[test]
 fn without_ncq_queue_depth_buys_nothing() {
-    let run_qd = |qd: u32| {
-        let text = format!(
-            "name = \"qd\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[disks.params]\nqueue_depth = 1\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\niodepth = {qd}\nsize = \"3600g\"\nruntime = \"30s\"\n"
-        );
-        let p = Plan::parse(&text, Path::new("qd.toml")).unwrap();
-        run(&p.cases()[0]).0
-    };
-    let (qd1, qd32) = (run_qd(1), run_qd(32));
+    let no_ncq = "[disks.params]\nqueue_depth = 1";
+    let (qd1, qd32) = (single_disk_with(no_ncq, 1), single_disk_with(no_ncq, 32));
     assert!(
         within(qd32, qd1, 0.10),
         "without NCQ, QD32 {qd32:.1} IOPS should equal QD1 {qd1:.1}"

@@ -2,18 +2,20 @@
 //! levels that turn one host I/O into several member commands lose what the extra disks
 //! would have given them, and levels that do not are untouched.
 
-use raidlab_core::{Case, Plan};
+mod common;
+
+use raidlab_core::Case;
 use raidlab_fio::parse_output;
-use std::path::Path;
 
 fn case(level: &str, rw: &str, host_queue: Option<u32>) -> Case {
     let queue = host_queue
-        .map(|n| format!("host_queue = {n}\n"))
+        .map(|n| format!("host_queue = {n}"))
         .unwrap_or_default();
-    let text = format!(
-        "name = \"t\"\n[disks]\ncount = 6\nmodel = \"hdd-7200-500g-2010\"\n{queue}[arrays]\nlevel = \"{level}\"\nfilesystem = \"none\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"{rw}\"\nbs = \"4k\"\niodepth = 4\nsize = \"10g\"\nruntime = \"30s\"\n"
-    );
-    Plan::parse(&text, Path::new("t.toml")).unwrap().cases()[0].clone()
+    common::one_case(
+        &format!("count = 6\nmodel = \"hdd-7200-500g-2010\"\n{queue}"),
+        &format!("level = \"{level}\"\nwrite_cache = \"off\""),
+        &format!("rw = \"{rw}\"\nbs = \"4k\"\niodepth = 4\nsize = \"10g\"\nruntime = \"30s\""),
+    )
 }
 
 /// (host IOPS, member commands per second, fio's figures and disk_util as JSON)

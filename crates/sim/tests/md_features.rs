@@ -3,16 +3,18 @@
 //! Each test compares the same case with and without the feature, so it fails if the
 //! feature costs nothing (or, for sequential writes with a bitmap, far too much).
 
-use raidlab_core::{Case, Plan};
+mod common;
+
+use raidlab_core::Case;
 use raidlab_fio::parse_output;
-use std::path::Path;
 
 /// A one-case plan: `arrays` and `workload` are TOML lines for `[arrays]` / `[workloads]`.
 fn case(disks: u32, arrays: &str, workload: &str) -> Case {
-    let text = format!(
-        "name = \"t\"\n[disks]\ncount = {disks}\nmodel = \"hdd-7200-500g-2010\"\n[arrays]\nfilesystem = \"none\"\nwrite_cache = \"off\"\n{arrays}\n[workloads]\n{workload}\n"
-    );
-    Plan::parse(&text, Path::new("t.toml")).unwrap().cases()[0].clone()
+    common::one_case(
+        &format!("count = {disks}\nmodel = \"hdd-7200-500g-2010\""),
+        &format!("write_cache = \"off\"\n{arrays}"),
+        workload,
+    )
 }
 
 /// (write IOPS, write MB/s, member writes per host write)
@@ -242,13 +244,14 @@ fn sync_writes_skip_the_delayed_list() {
 #[test]
 fn sequential_direct_writes_to_raid5_pre_read_part_filled_stripes() {
     let reads_per_write = |direct: bool| {
-        let text = format!(
-            "name = \"t\"\n[disks]\ncount = 4\nmodel = \"hdd-7200-16t-2019\"\nspan = \"30g\"\n\
-             [arrays]\nlevel = \"raid5\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\n\
-             [workloads]\nrw = \"write\"\nbs = \"1m\"\niodepth = 32\nsize = \"20g\"\n\
-             runtime = \"10s\"\ndirect = {direct}\n"
+        let c = common::one_case(
+            "count = 4\nmodel = \"hdd-7200-16t-2019\"\nspan = \"30g\"",
+            "level = \"raid5\"\nwrite_cache = \"keep\"",
+            &format!(
+                "rw = \"write\"\nbs = \"1m\"\niodepth = 32\nsize = \"20g\"\nruntime = \"10s\"\n\
+                 direct = {direct}"
+            ),
         );
-        let c = Plan::parse(&text, Path::new("t.toml")).unwrap().cases()[0].clone();
         let (_, reads, _, host) = member_ios(&c);
         reads as f64 / host as f64
     };
