@@ -4,7 +4,7 @@
 use crate::args::{CleanupArgs, DisksArgs};
 use anyhow::{bail, Result};
 use raidlab_core::Plan;
-use raidlab_target::host::{devices, guard, journal};
+use raidlab_host::{devices, guard, journal};
 use std::collections::BTreeSet;
 use std::io::Write;
 

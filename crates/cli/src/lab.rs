@@ -3,7 +3,7 @@
 
 use crate::args::LabCommand;
 use anyhow::Result;
-use raidlab_target::vm::{self, lab};
+use raidlab_vm::{self as vm, lab};
 use std::io::Write;
 use std::time::Instant;
 

@@ -53,7 +53,7 @@ fn run_cli() -> Result<()> {
         Command::Cleanup(a) => host::cleanup(a),
         Command::Lab(c) => lab::lab(c),
         Command::Guest { job, out } => {
-            raidlab_target::vm::guest::run(&job, &out).map_err(anyhow::Error::msg)
+            raidlab_vm::guest::run(&job, &out).map_err(anyhow::Error::msg)
         }
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -75,7 +75,7 @@ fn plan(a: args::PlanArgs) -> Result<()> {
     let plan = Plan::load(&a.plan)?;
     let mut out = std::io::stdout().lock();
     if a.script {
-        write!(out, "{}", raidlab_target::script::plan_script(&plan))?;
+        write!(out, "{}", raidlab_backend::script::plan_script(&plan))?;
         return Ok(());
     }
     writeln!(

@@ -125,7 +125,7 @@ pub fn build(store: &Store) -> Result<Built> {
                         .map(|i| format!("\"${{DISK[{i}]}}\""))
                         .collect()
                 } else {
-                    raidlab_target::script::members(case, &case.disks.devices).to_vec()
+                    raidlab_backend::script::members(case, &case.disks.devices).to_vec()
                 };
                 // What really ran (the host target records it), else what would run.
                 let ran: Vec<String> = results
@@ -138,8 +138,8 @@ pub fn build(store: &Store) -> Result<Built> {
                     })
                     .unwrap_or_default();
                 detail.commands = if ran.is_empty() {
-                    let paths = raidlab_target::script::Paths::script(&format!("{}.json", c.id));
-                    raidlab_target::script::case_steps(case, &members, &paths)
+                    let paths = raidlab_backend::script::Paths::script(&format!("{}.json", c.id));
+                    raidlab_backend::script::case_steps(case, &members, &paths)
                         .iter()
                         .map(|s| s.shell())
                         .collect()

@@ -7,10 +7,10 @@
 
 use crate::args::RunArgs;
 use anyhow::{bail, Context, Result};
+use raidlab_backend::{script, RunContext, Target};
 use raidlab_core::{Case, Plan};
+use raidlab_host::{HostConfig, HostTarget};
 use raidlab_store::{ExperimentMeta, NewResult, Store};
-use raidlab_target::host::{HostConfig, HostTarget};
-use raidlab_target::{script, RunContext, Target};
 
 /// Estimated seconds of array creation, mkfs and teardown per case, for the ETA.
 const SETUP_SECS: u64 = 5;
@@ -89,14 +89,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         Box::new(host)
     } else if target_name == "vm" {
-        Box::new(raidlab_target::vm::VmTarget::new(
-            raidlab_target::vm::VmConfig {
-                disks: plan.disks.clone(),
-                out: out.clone(),
-            },
-        )?)
+        Box::new(raidlab_vm::VmTarget::new(raidlab_vm::VmConfig {
+            disks: plan.disks.clone(),
+            out: out.clone(),
+        })?)
     } else {
-        raidlab_target::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
+        raidlab_backend::by_name(&target_name, a.seed.unwrap_or(plan.run.seed), threads)?
     };
     // The store is made once the target is ready: a target that cannot start (no
     // devices, no lab) leaves no empty results directory that would ask for --resume.
@@ -214,7 +212,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                     )?;
                     pb.set_message(format!("{} done", case.label()));
                 }
-                Err(raidlab_target::TargetError::Interrupted) => {}
+                Err(raidlab_backend::TargetError::Interrupted) => {}
                 Err(e) => failures.push(format!(
                     "case {} ({}) repetition {rep}: {e}",
                     case.id,
@@ -281,7 +279,7 @@ fn commit(
     rep: u32,
     started: i64,
     wall_ns: u64,
-    o: raidlab_target::CaseOutput,
+    o: raidlab_backend::CaseOutput,
 ) -> Result<()> {
     let text = String::from_utf8_lossy(&o.fio_json);
     let parsed = raidlab_fio::parse_output(&text)
@@ -320,7 +318,7 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
     if target_name == "host" {
         let destroy = a.destroy_data_on.iter().cloned().collect();
         for d in &plan.disks.devices {
-            let v = raidlab_target::host::guard::check(d, None);
+            let v = raidlab_host::guard::check(d, None);
             let _ = writeln!(s, "# {d}: {}", v.reason(&destroy));
         }
     }
@@ -337,11 +335,11 @@ fn dry_run(plan: &Plan, target_name: &str, a: &RunArgs, out: &std::path::Path) -
             case.id,
             case.label()
         );
-        let members = raidlab_target::script::members(case, &devices);
+        let members = raidlab_backend::script::members(case, &devices);
         if reuse.array_up {
             let _ = writeln!(s, "# (the array of the previous case is still up)");
         }
-        for st in script::select(raidlab_target::host::steps(case, members, out, rep), reuse) {
+        for st in script::select(raidlab_host::steps(case, members, out, rep), reuse) {
             let _ = writeln!(s, "{}", st.shell());
         }
         if reuse.keep_up {

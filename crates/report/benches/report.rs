@@ -93,10 +93,10 @@ fn main() {
             formula: e.map(|e| e.formula),
             anomalies: found.into_iter().map(|(_, a)| a.message).collect(),
             environment: serde_json::to_string_pretty(&env).expect("json"),
-            commands: raidlab_target::script::case_steps(
+            commands: raidlab_backend::script::case_steps(
                 c,
                 &members,
-                &raidlab_target::script::Paths::script("r.json"),
+                &raidlab_backend::script::Paths::script("r.json"),
             )
             .iter()
             .map(|s| s.shell())

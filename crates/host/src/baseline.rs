@@ -3,7 +3,7 @@
 //! read-only. Members more than 15 % from the median are named: an array is only as even
 //! as its members, and a slow disk explains a slow array better than any model.
 
-use super::exec;
+use crate::exec;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 

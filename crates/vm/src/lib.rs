@@ -12,7 +12,7 @@ pub mod cpio;
 pub mod guest;
 pub mod lab;
 
-use crate::{CaseOutput, RunContext, Target, TargetError};
+use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
 use raidlab_core::disk::{DiskKind, DiskModel};
 use raidlab_core::{Case, DiskSet};
 use std::collections::HashMap;

@@ -4,9 +4,9 @@
 //! on a real machine, here against the guest's kernel md — and writes each case's fio
 //! JSON (as fio wrote it), environment and log, or its error, to `OUT/<case>-r<rep>/`.
 
-use crate::host::{HostConfig, HostTarget};
-use crate::{RunContext, Target};
+use raidlab_backend::{RunContext, Target};
 use raidlab_core::Case;
+use raidlab_host::{HostConfig, HostTarget};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

@@ -13,9 +13,9 @@ pub mod exec;
 pub mod guard;
 pub mod journal;
 
-use crate::script::{self, Action, Phase, Step, Undo};
-use crate::{CaseOutput, RunContext, Target, TargetError};
 use journal::{DeviceId, Journal};
+use raidlab_backend::script::{self, Action, Phase, Step, Undo};
+use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
 use raidlab_core::{Case, Engine, Level};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! the device's serial in `--destroy-data-on` — the user proves they know which disk
 //! they are about to erase. Nothing overrides the others.
 
-use super::devices::{self, BlockDev};
+use crate::devices::{self, BlockDev};
 use std::collections::BTreeSet;
 use std::process::Command;
 

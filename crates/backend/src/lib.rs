@@ -1,11 +1,9 @@
-//! Targets: where a case runs. `sim` is the simulator, `host` real devices of this
+//! The target seam: where a case runs. `sim` is the simulator (here), `host` real devices of this
 //! machine, `vm` the real kernel md inside qemu on emulated disks. All implement the same
 //! trait, so the run loop, the store and the report never ask where a result came from —
 //! except to label it.
 
-pub mod host;
 pub mod script;
-pub mod vm;
 
 use std::sync::atomic::AtomicBool;
 

@@ -11,8 +11,8 @@
 //! registry of results directories with open entries (`$RAIDLAB_STATE_DIR/active`, by
 //! default `/var/lib/raidlab/active`) lets `raidlab cleanup` find them without arguments.
 
-use super::{cache, devices};
-use crate::script::{Phase, Undo};
+use crate::{cache, devices};
+use raidlab_backend::script::{Phase, Undo};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Write};

@@ -5,7 +5,7 @@
 //! binary itself is appended at every boot (a second cpio archive), so the guest always
 //! runs the raidlab that started it.
 
-use super::cpio::Cpio;
+use crate::cpio::Cpio;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
