@@ -7,7 +7,18 @@ pub mod script;
 
 use std::sync::atomic::AtomicBool;
 
-use raidlab_core::Case;
+/// `eprintln!` that cannot panic: a line for the person at the terminal. When standard
+/// error is closed (`raidlab run … 2>&1 | head`), the line is dropped and the work — a
+/// run with an array up, a cleanup — goes on to its orderly end instead of panicking.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+use raidlab_core::{Case, TargetKind};
 
 /// One finished case, as a target hands it over.
 #[derive(Debug, Clone)]
@@ -28,10 +39,6 @@ pub enum TargetError {
     Host(String),
     #[error("interrupted: the case was stopped and torn down; it is not stored")]
     Interrupted,
-    #[error("target `{0}` is configured from the plan: it is built by `raidlab run`, not by name")]
-    NotYet(String),
-    #[error("unknown target `{0}`: use sim, vm or host")]
-    Unknown(String),
 }
 
 /// What the run loop lends a target while a case runs.
@@ -48,8 +55,8 @@ pub struct RunContext<'a> {
 /// Where cases run. Implementations must be usable from several threads at once when
 /// `parallel()` says so.
 pub trait Target: Sync {
-    /// `sim`, `vm`, `host`: the label stored with each result.
-    fn name(&self) -> &'static str;
+    /// Which target this is: its label on each result, and what it can do.
+    fn kind(&self) -> TargetKind;
     /// How many cases may run at once (the simulator: one per core; real disks: one).
     fn parallel(&self) -> usize;
     /// Called once after the last case (also after an interrupt): release what is still
@@ -76,8 +83,8 @@ pub struct SimTarget {
 }
 
 impl Target for SimTarget {
-    fn name(&self) -> &'static str {
-        "sim"
+    fn kind(&self) -> TargetKind {
+        TargetKind::Sim
     }
 
     fn parallel(&self) -> usize {
@@ -102,15 +109,5 @@ impl Target for SimTarget {
             ],
             environment,
         })
-    }
-}
-
-/// The target a name asks for (`host` and `vm` are built with [`host::HostTarget::new`]
-/// and [`vm::VmTarget::new`]).
-pub fn by_name(name: &str, seed: u64, threads: usize) -> Result<Box<dyn Target>, TargetError> {
-    match name {
-        "sim" => Ok(Box::new(SimTarget { seed, threads })),
-        "vm" | "host" => Err(TargetError::NotYet(name.into())),
-        other => Err(TargetError::Unknown(other.into())),
     }
 }

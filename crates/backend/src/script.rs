@@ -241,6 +241,27 @@ fn md_level(l: Level) -> &'static str {
     }
 }
 
+/// The one way a script, a dry run and the report name member `i` when the plan lists
+/// no devices: a reference into the script's `DISK` array.
+pub fn placeholder(i: usize) -> String {
+    format!("\"${{DISK[{i}]}}\"")
+}
+
+/// The plan's devices, or `n` [`placeholder`]s when it lists none.
+pub fn devices_or_placeholders(devices: &[String], n: usize) -> Vec<String> {
+    if devices.is_empty() {
+        (0..n).map(placeholder).collect()
+    } else {
+        devices.to_vec()
+    }
+}
+
+/// The members of a case's array as its commands name them: its devices, or placeholders.
+pub fn case_members(case: &Case) -> Vec<String> {
+    let all = devices_or_placeholders(&case.disks.devices, case.array.disks as usize);
+    members(case, &all).to_vec()
+}
+
 /// The devices a case's array uses: the plan's first `disks` (all of them when the plan
 /// lists fewer; the caller says whether that is enough).
 pub fn members<'a>(case: &Case, devices: &'a [String]) -> &'a [String] {
@@ -642,9 +663,7 @@ pub fn plan_script(plan: &Plan) -> String {
         "CACHE=()\nfor d in \"${{DISK[@]}}\"; do CACHE+=(\"$(wcache_get \"$d\")\"); done\n"
     );
     for (case, rep, reuse) in run_order(plan) {
-        let members: Vec<String> = (0..case.array.disks as usize)
-            .map(|i| format!("\"${{DISK[{i}]}}\""))
-            .collect();
+        let members: Vec<String> = (0..case.array.disks as usize).map(placeholder).collect();
         let _ = writeln!(
             s,
             "# ── case {} · {} · repetition {rep}",

@@ -1,7 +1,9 @@
 //! The command line as clap sees it: raw arguments, documented for `--help`, completions
 //! and the man page. Resolution into actions happens in the command modules.
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use raidlab_core::{Nanos, TargetKind};
 use std::path::PathBuf;
 
 /// raidlab — which RAID layout, on these disks, for this workload?
@@ -67,8 +69,8 @@ pub struct RunArgs {
     /// The plan file (TOML; see docs/plan.md).
     pub plan: PathBuf,
     /// Where cases run: sim (simulator, the default), vm (qemu lab), host (real disks).
-    #[arg(long, short)]
-    pub target: Option<String>,
+    #[arg(long, short, value_parser = target_kind())]
+    pub target: Option<TargetKind>,
     /// Results directory [default: results/<plan name>].
     #[arg(long, short)]
     pub out: Option<PathBuf>,
@@ -95,8 +97,8 @@ pub struct RunArgs {
     pub destroy_data_on: Vec<String>,
     /// Host target: time of each per-disk baseline test (random and sequential read of
     /// every member, before any array is built); 0 skips it.
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub baseline: String,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = clap::value_parser!(Nanos))]
+    pub baseline: Nanos,
 }
 
 #[derive(Debug, Subcommand)]
@@ -250,4 +252,10 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The results directory compared with it.
     pub b: PathBuf,
+}
+
+/// `--target`: the words of [`TargetKind`], offered to completions and `--help`.
+fn target_kind() -> impl TypedValueParser<Value = TargetKind> {
+    PossibleValuesParser::new(TargetKind::ALL.map(TargetKind::name))
+        .map(|s| s.parse::<TargetKind>().expect("a possible value parses"))
 }

@@ -75,7 +75,7 @@ pub fn cleanup(a: CleanupArgs) -> Result<()> {
         a.dirs.clone()
     };
     if dirs.is_empty() {
-        eprintln!(
+        raidlab_backend::note!(
             "nothing to clean up: no interrupted host run is registered in {}",
             journal::state_dir().display()
         );
@@ -84,11 +84,13 @@ pub fn cleanup(a: CleanupArgs) -> Result<()> {
     let mut failed = Vec::new();
     for d in dirs {
         match journal::cleanup(&d) {
-            Ok(done) if done.is_empty() => eprintln!("{}: nothing left to undo", d.display()),
+            Ok(done) if done.is_empty() => {
+                raidlab_backend::note!("{}: nothing left to undo", d.display())
+            }
             Ok(done) => {
-                eprintln!("{}:", d.display());
+                raidlab_backend::note!("{}:", d.display());
                 for l in done {
-                    eprintln!("  {l}");
+                    raidlab_backend::note!("  {l}");
                 }
             }
             Err(e) => failed.push(e),

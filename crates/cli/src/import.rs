@@ -166,15 +166,15 @@ pub fn import(a: ImportArgs) -> Result<()> {
             }
         }
     }
-    eprintln!(
+    raidlab_backend::note!(
         "imported {ok} of {} file(s) into {}",
         files.len(),
         out.display()
     );
     if !bad.is_empty() {
-        eprintln!("not imported:");
+        raidlab_backend::note!("not imported:");
         for b in &bad {
-            eprintln!("  {b}");
+            raidlab_backend::note!("  {b}");
         }
     }
     if ok == 0 {

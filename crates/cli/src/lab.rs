@@ -12,9 +12,9 @@ pub fn lab(c: LabCommand) -> Result<()> {
     match c {
         LabCommand::Build { kernel } => {
             let t0 = Instant::now();
-            let l =
-                lab::build(kernel.as_deref(), &|m| eprintln!("{m}")).map_err(anyhow::Error::msg)?;
-            eprintln!(
+            let l = lab::build(kernel.as_deref(), &|m| raidlab_backend::note!("{m}"))
+                .map_err(anyhow::Error::msg)?;
+            raidlab_backend::note!(
                 "lab built in {:.1} s: {}",
                 t0.elapsed().as_secs_f64(),
                 l.dir.display()

@@ -7,7 +7,6 @@ mod host;
 mod import;
 mod lab;
 mod progress;
-mod rows;
 mod run;
 mod sim;
 
@@ -31,9 +30,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            raidlab_backend::note!("error: {e}");
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                raidlab_backend::note!("  caused by: {cause}");
             }
             ExitCode::from(1)
         }
@@ -143,7 +142,7 @@ fn report(a: args::ReportArgs) -> Result<()> {
     }
     let store = raidlab_store::Store::open(&a.dir)?;
     let title = store.meta()?.name;
-    let built = rows::build(&store)?;
+    let built = raidlab_report::build(&store)?;
     let bytes = match format {
         raidlab_report::Format::Html => {
             raidlab_report::html::render_report(&raidlab_report::Report {
@@ -160,7 +159,7 @@ fn report(a: args::ReportArgs) -> Result<()> {
     match a.output.or(default) {
         Some(p) if p.as_os_str() != "-" => {
             std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
-            eprintln!("wrote {}", p.display());
+            raidlab_backend::note!("wrote {}", p.display());
         }
         _ => std::io::stdout().write_all(&bytes)?,
     }

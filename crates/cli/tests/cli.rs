@@ -762,3 +762,66 @@ fn report_commands_name_only_the_arrays_devices() {
         assert!(raid5.contains(&format!("wcache_set /dev/{d}")), "{d}");
     }
 }
+
+/// Issue 15, item 11: with standard output and error closed (`raidlab run … 2>&1 | head
+/// -3` once head has exited), a run does not panic: it finishes and stores every result.
+#[test]
+fn a_closed_stderr_does_not_stop_a_run() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .current_dir(root())
+        .args(["run", "examples/quick.toml", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before raidlab writes a line.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "raidlab panicked: {status}");
+    let v = json_out(&["report", out.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(v.as_array().map(Vec::len), Some(16), "{v}");
+}
+
+/// Issue 15, item 8: the hints name the target, and `--resume` on another target than the
+/// directory's is refused — one results directory never mixes targets.
+#[test]
+fn resume_keeps_to_the_directorys_target_and_hints_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    raidlab()
+        .args(["run", "examples/quick.toml", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    raidlab()
+        .args([
+            "run",
+            "examples/quick.toml",
+            "--target",
+            "vm",
+            "--resume",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("holds results of the sim target"))
+        .stderr(predicate::str::contains("never mixes targets"));
+    // A plan with devices passes the host target's plan check; the hint names the target.
+    let plan = dir.path().join("p.toml");
+    let text = std::fs::read_to_string(root().join("examples/quick.toml")).unwrap();
+    let devices = "devices = [\"/dev/raidlab-a\", \"/dev/raidlab-b\", \"/dev/raidlab-c\", \"/dev/raidlab-d\"]";
+    std::fs::write(&plan, text.replace("model = \"hdd-7200\"", devices)).unwrap();
+    raidlab()
+        .args(["run", "--target", "host", "--out"])
+        .arg(&out)
+        .arg(&plan)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--target host --resume --out"));
+}

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod result;
 pub mod spec;
 pub mod stats;
+pub mod target;
 pub mod units;
 pub mod workload;
 
@@ -20,5 +21,6 @@ pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
     ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
 };
+pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};
 pub use workload::{Rw, Workload};

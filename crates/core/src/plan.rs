@@ -16,6 +16,7 @@ use crate::disk::{DiskModel, DiskParams};
 use crate::spec::{
     ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
 };
+use crate::target::TargetKind;
 use crate::units::{Bytes, Nanos};
 use crate::workload::{Rw, Workload};
 use std::collections::BTreeSet;
@@ -66,7 +67,7 @@ pub struct RunOptions {
     /// Seed for the simulator's random streams.
     pub seed: u64,
     /// Default target when the command line names none.
-    pub target: Option<String>,
+    pub target: Option<TargetKind>,
 }
 
 /// A loaded, validated plan.
@@ -78,6 +79,8 @@ pub struct Plan {
     pub disks: DiskSet,
     pub run: RunOptions,
     cases: Vec<Case>,
+    /// The plan's text, to point later checks (the target's) at a line.
+    text: String,
 }
 
 impl Plan {
@@ -120,6 +123,47 @@ impl Plan {
             .map(|c| (c.workload.runtime + c.workload.ramp).get())
             .sum();
         Nanos(per * self.run.repeat as u64)
+    }
+
+    /// An error about `key` of the `[section]` table, or of the first `[[section]]`
+    /// entry whose `key` mentions `value` (or has the key at all, for an empty `value`),
+    /// pointing at its line as the parser's errors do.
+    pub(crate) fn error_at(
+        &self,
+        section: &str,
+        key: &str,
+        value: String,
+        message: String,
+    ) -> PlanError {
+        let doc = ImDocument::parse(self.text.clone()).ok();
+        let item = doc.as_ref().and_then(|d| d.as_table().get(section));
+        let (field, span) = match item {
+            Some(Item::ArrayOfTables(entries)) => entries
+                .iter()
+                .enumerate()
+                .find_map(|(i, t)| {
+                    let it = t.get(key)?;
+                    show(it).contains(value.as_str()).then(|| {
+                        (
+                            format!("{}.{key}", indexed(section, i, entries.len())),
+                            it.span().or_else(|| t.span()),
+                        )
+                    })
+                })
+                .unwrap_or((format!("{section}.{key}"), None)),
+            Some(Item::Table(t)) => (
+                format!("{section}.{key}"),
+                t.get(key).and_then(|i| i.span()).or_else(|| t.span()),
+            ),
+            _ => (format!("{section}.{key}"), None),
+        };
+        PlanError {
+            file: self.source.clone(),
+            line: span.map(|s| line_of(&self.text, s.start)),
+            field,
+            value: (!value.is_empty()).then(|| format!("{value:?}")),
+            message,
+        }
     }
 }
 
@@ -264,6 +308,7 @@ impl<'a> Cx<'a> {
             disks,
             run,
             cases,
+            text: self.text.to_string(),
         })
     }
 
@@ -630,15 +675,11 @@ impl<'a> Cx<'a> {
             .map(|s| s.0)
             .unwrap_or(1);
         let target = match self.single::<String>(t, "run", "target", "target")? {
-            Some((tg, s)) if !["sim", "vm", "host"].contains(&tg.as_str()) => {
-                return Err(self.err(
-                    s,
-                    "run.target",
-                    Some(format!("{tg:?}")),
-                    "use sim, vm or host",
-                ));
-            }
-            other => other.map(|t| t.0),
+            Some((tg, s)) => Some(
+                tg.parse::<TargetKind>()
+                    .map_err(|e| self.err(s, "run.target", Some(format!("{tg:?}")), e))?,
+            ),
+            None => None,
         };
         Ok(RunOptions {
             repeat,

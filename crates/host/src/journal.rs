@@ -200,7 +200,7 @@ pub fn pending(out: &Path) -> Result<Pending, String> {
         }
         // A line cut short by a crash is the last one and was never acted on.
         let Ok(e) = serde_json::from_str::<Entry>(&line) else {
-            eprintln!(
+            raidlab_backend::note!(
                 "warning: {}:{}: unreadable journal line skipped",
                 path.display(),
                 i + 1

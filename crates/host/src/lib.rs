@@ -99,9 +99,9 @@ impl HostTarget {
             .map_err(|e| host_err(format!("cannot create {}: {e}", cfg.out.display())))?;
         let left = journal::pending(&cfg.out).map_err(host_err)?;
         if !left.is_clean() {
-            eprintln!("an earlier run left changes behind; undoing them first:");
+            raidlab_backend::note!("an earlier run left changes behind; undoing them first:");
             for line in journal::cleanup(&cfg.out).map_err(host_err)? {
-                eprintln!("  {line}");
+                raidlab_backend::note!("  {line}");
             }
         }
         guard::check_plan(&cfg.devices, &cfg.destroy).map_err(host_err)?;
@@ -390,8 +390,8 @@ fn resyncing(mdstat: &serde_json::Value) -> bool {
 }
 
 impl Target for HostTarget {
-    fn name(&self) -> &'static str {
-        "host"
+    fn kind(&self) -> raidlab_core::TargetKind {
+        raidlab_core::TargetKind::Host
     }
 
     fn parallel(&self) -> usize {

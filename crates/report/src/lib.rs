@@ -3,11 +3,13 @@
 //! Pure: rows in, bytes out. The CSV columns are a documented, stable contract
 //! (`docs/exports.md`); new columns are only ever appended.
 
+pub mod assemble;
 pub mod axis;
 pub mod html;
 mod row;
 mod svg;
 
+pub use assemble::{build, AssembleError, Built};
 pub use axis::{Dim, Metric};
 pub use html::{Detail, Report};
 pub use row::{Row, CSV_COLUMNS};

@@ -512,8 +512,8 @@ impl VmTarget {
 }
 
 impl Target for VmTarget {
-    fn name(&self) -> &'static str {
-        "vm"
+    fn kind(&self) -> raidlab_core::TargetKind {
+        raidlab_core::TargetKind::Vm
     }
 
     fn parallel(&self) -> usize {

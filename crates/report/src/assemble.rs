@@ -1,13 +1,30 @@
 //! Turn a store's cases and results into export rows (one per case and target), held
 //! against the model, with the per-case material the HTML report shows (environment,
-//! commands, member I/O, IOPS log, anomaly sentences).
+//! commands, member I/O, IOPS log, anomaly sentences). `raidlab run`, `raidlab report`
+//! and the report benchmark all go through [`build`], so what is timed is what ships.
 
-use anyhow::{Context, Result};
+use crate::{Detail, Row};
 use raidlab_core::{stats, Case, DirectionFigures, DiskModel, Figures, Level};
 use raidlab_model::{baseline_key, expectation, iops_per_second};
-use raidlab_report::{Detail, Row};
 use raidlab_store::{Store, StoredResult};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Why a store's rows could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    #[error(transparent)]
+    Store(#[from] raidlab_store::StoreError),
+    #[error("cannot read {path}: {source}; check the results directory's permissions")]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("a stored environment does not serialise: {0}")]
+    Environment(#[from] serde_json::Error),
+}
+
+type Result<T> = std::result::Result<T, AssembleError>;
 
 /// Rows and their details, aligned by index.
 pub struct Built {
@@ -59,10 +76,11 @@ fn read_log(
     match std::fs::read_to_string(&log) {
         Ok(text) => Ok(parse(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", log.display())),
+        Err(source) => Err(AssembleError::Log { path: log, source }),
     }
 }
 
+/// Every case and target of the store as a row, with its details.
 pub fn build(store: &Store) -> Result<Built> {
     // case id → target → results of each repetition.
     let mut by_case: BTreeMap<String, BTreeMap<String, Vec<StoredResult>>> = BTreeMap::new();
@@ -120,13 +138,7 @@ pub fn build(store: &Store) -> Result<Built> {
                 let e = expectation(case, model.as_ref(), base);
                 detail.formula = e.as_ref().map(|e| e.formula.clone());
                 // An array of n disks uses the plan's first n devices.
-                let members: Vec<String> = if case.disks.devices.is_empty() {
-                    (0..case.array.disks as usize)
-                        .map(|i| format!("\"${{DISK[{i}]}}\""))
-                        .collect()
-                } else {
-                    raidlab_backend::script::members(case, &case.disks.devices).to_vec()
-                };
+                let members = raidlab_backend::script::case_members(case);
                 // What really ran (the host target records it), else what would run.
                 let ran: Vec<String> = results
                     .first()
