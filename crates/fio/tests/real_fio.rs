@@ -7,26 +7,12 @@
 
 use raidlab_core::{Bytes, Nanos, Rw, Workload};
 use raidlab_fio::{fio_version, parse_output, render_job, ParseError};
+use raidlab_testkit::require_fio;
 use serde_json::Value;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn require_fio() -> bool {
-    if Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("fio is required in CI (apt-get install fio)");
-    }
-    eprintln!("skipping: fio not installed (apt-get install fio)");
-    false
-}
 
 fn fio(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("fio")

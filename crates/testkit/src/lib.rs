@@ -5,6 +5,21 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Tests of one binary run in parallel; the ones that measure real time on the machine
+/// (VMs on throttled disks) must not compete for its cores with anything else.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// For a test that may share the machine with others (hold it for the whole test).
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// For a test whose timings must not compete with any other test's.
+pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Whether this run is CI's (`CI=true`), where nothing may be skipped.
 pub fn in_ci() -> bool {
@@ -33,9 +48,16 @@ pub fn runs(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Whether `name` is a command on the PATH.
+/// Whether `name` is a command on the PATH or in the system directories (`/usr/sbin`,
+/// `/sbin`: mdadm, losetup, mkfs.* live there, and a user's PATH may lack them).
 pub fn on_path(name: &str) -> bool {
-    runs("sh", &["-c", &format!("command -v {name}")])
+    runs(
+        "sh",
+        &[
+            "-c",
+            &format!("PATH=$PATH:/usr/sbin:/sbin command -v {name}"),
+        ],
+    )
 }
 
 /// fio, for the tests that run it for real.

@@ -34,6 +34,7 @@ fn results(dir: &Path) -> usize {
 
 #[test]
 fn sigint_stops_cleanly_and_resume_completes() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("slow.toml");
     std::fs::write(&plan, PLAN).unwrap();

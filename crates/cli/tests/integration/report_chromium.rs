@@ -7,20 +7,14 @@ use assert_cmd::Command;
 use std::path::Path;
 
 fn chromium() -> Option<&'static str> {
-    for c in ["chromium", "chromium-browser"] {
-        if std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c);
-        }
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("Chromium is required in CI: apt-get install chromium");
-    }
-    eprintln!("skipping: Chromium is not installed (apt-get install chromium)");
-    None
+    let found = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| raidlab_testkit::runs(c, &["--version"]));
+    raidlab_testkit::require(found.is_some(), || {
+        "Chromium is not installed (apt-get install chromium)".into()
+    })
+    .then_some(found)
+    .flatten()
 }
 
 fn headless(bin: &str, profile: &Path) -> std::process::Command {
@@ -40,6 +34,7 @@ fn headless(bin: &str, profile: &Path) -> std::process::Command {
 
 #[test]
 fn report_renders_with_a_bar_per_level_in_every_chart() {
+    let _machine = raidlab_testkit::shared();
     let Some(bin) = chromium() else { return };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();

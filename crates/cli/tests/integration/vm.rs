@@ -12,7 +12,7 @@
 use raidlab_store::Store;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 const TOOLS: &[&str] = &[
@@ -38,29 +38,16 @@ fn can_run() -> bool {
     let missing: Vec<&str> = TOOLS
         .iter()
         .copied()
-        .filter(|t| {
-            !Command::new("sh")
-                .args(["-c", &format!("PATH=$PATH:/usr/sbin:/sbin command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
+        .filter(|t| !raidlab_testkit::on_path(t))
         .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!(
-        "missing {} (Debian: qemu-system-x86 busybox-static mdadm fio xfsprogs util-linux kmod xz-utils)",
-        missing.join(", ")
-    );
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("the VM-lab tests must run in CI: {why}");
-    }
-    eprintln!("skipping: {why}");
-    false
+    raidlab_testkit::require(missing.is_empty(), || {
+        format!(
+            "the VM-lab tests need {} (Debian: qemu-system-x86 busybox-static mdadm fio xfsprogs util-linux kmod xz-utils)",
+            missing.join(", ")
+        )
+    })
 }
 
-/// One VM at a time: the throttled figures must not compete for the two cores.
-static SERIAL: Mutex<()> = Mutex::new(());
 static LAB: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
 fn lab_dir() -> PathBuf {
@@ -113,11 +100,13 @@ fn lab() -> &'static Path {
 
 /// For a test that boots the VM: `None` where it cannot run here (skipped with the reason,
 /// a failure in CI); else the lock that keeps VMs one at a time, with the lab built.
-fn booting() -> Option<MutexGuard<'static, ()>> {
+/// One VM at a time, and nothing else beside it: the throttled figures must not compete
+/// for the two cores.
+fn booting() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
     if !can_run() {
         return None;
     }
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = raidlab_testkit::exclusive();
     lab();
     Some(guard)
 }

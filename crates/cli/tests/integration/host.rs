@@ -10,26 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Whether this machine can run these tests; in CI it must.
-fn can_run() -> bool {
+pub(crate) fn can_run() -> bool {
     let root = unsafe { libc_geteuid() } == 0;
     let loops = Path::new("/dev/loop-control").exists();
     let tools = ["mkfs.btrfs", "fio", "wipefs", "losetup", "mkfs.ext4"]
         .iter()
-        .all(|t| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    if root && loops && tools {
-        return true;
-    }
-    let why = format!("needs root ({root}), /dev/loop-control ({loops}), fio + btrfs-progs + e2fsprogs + util-linux ({tools})");
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("the host-target tests must run in CI: {why}");
-    }
-    eprintln!("skipping: {why}");
-    false
+        .all(|t| raidlab_testkit::on_path(t));
+    raidlab_testkit::require(root && loops && tools, || {
+        format!("the host-target tests need root ({root}), /dev/loop-control ({loops}), fio + btrfs-progs + e2fsprogs + util-linux ({tools})")
+    })
 }
 
 extern "C" {
@@ -37,19 +26,19 @@ extern "C" {
     fn libc_geteuid() -> u32;
 }
 
-fn sh(cmd: &str) -> Output {
+pub(crate) fn sh(cmd: &str) -> Output {
     Command::new("sh").args(["-c", cmd]).output().unwrap()
 }
 
 /// Loop devices over sparse files in a temporary directory. Dropping unmounts anything
 /// mounted below the directory, erases what was written and detaches the devices.
-struct Lab {
+pub(crate) struct Lab {
     dir: tempfile::TempDir,
-    devs: Vec<String>,
+    pub(crate) devs: Vec<String>,
 }
 
 impl Lab {
-    fn new(n: usize) -> Lab {
+    pub(crate) fn new(n: usize) -> Lab {
         let dir = tempfile::Builder::new()
             .prefix("raidlab-host-")
             .tempdir()
@@ -72,18 +61,18 @@ impl Lab {
         Lab { dir, devs }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn serial(&self, i: usize) -> String {
+    pub(crate) fn serial(&self, i: usize) -> String {
         format!(
             "loop:{}",
             self.path().join(format!("disk{i}.img")).display()
         )
     }
 
-    fn plan(&self, n: usize, body: &str) -> PathBuf {
+    pub(crate) fn plan(&self, n: usize, body: &str) -> PathBuf {
         let list: Vec<String> = self.devs[..n].iter().map(|d| format!("\"{d}\"")).collect();
         let p = self.path().join("plan.toml");
         std::fs::write(
@@ -99,7 +88,7 @@ impl Lab {
 
     /// raidlab with this lab's state directory, no fault injection, and (for `run`)
     /// no per-disk baseline unless the arguments ask for one.
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab"));
         c.args(args);
         if args[0] == "run" && !args.contains(&"--baseline") {
@@ -110,7 +99,7 @@ impl Lab {
         c
     }
 
-    fn raidlab(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+    pub(crate) fn raidlab(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut c = self.command(args);
         for (k, v) in env {
             c.env(k, v);
@@ -119,7 +108,7 @@ impl Lab {
     }
 
     /// `raidlab run PLAN --target host --quiet --out RESULTS EXTRA…`
-    fn run_host(&self, plan: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    pub(crate) fn run_host(&self, plan: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
         let out = self.out();
         let mut args = vec![
             "run",
@@ -134,11 +123,11 @@ impl Lab {
         self.raidlab(&args, env)
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.path().join("results")
     }
 
-    fn mounts_below(&self) -> Vec<String> {
+    pub(crate) fn mounts_below(&self) -> Vec<String> {
         let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         let base = std::fs::canonicalize(self.path()).unwrap();
         mi.lines()
@@ -148,11 +137,11 @@ impl Lab {
             .collect()
     }
 
-    fn signatures(&self, i: usize) -> String {
+    pub(crate) fn signatures(&self, i: usize) -> String {
         String::from_utf8(sh(&format!("wipefs -n {}", self.devs[i])).stdout).unwrap()
     }
 
-    fn cache(&self, i: usize) -> String {
+    pub(crate) fn cache(&self, i: usize) -> String {
         let name = self.devs[i].trim_start_matches("/dev/");
         std::fs::read_to_string(format!("/sys/block/{name}/queue/write_cache"))
             .unwrap()
@@ -174,7 +163,7 @@ impl Drop for Lab {
     }
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
         o.status,
@@ -206,7 +195,7 @@ fn csv(lab: &Lab) -> (Vec<String>, Vec<Vec<String>>) {
     (header, lines.collect())
 }
 
-fn csv_rows(lab: &Lab) -> Vec<Vec<String>> {
+pub(crate) fn csv_rows(lab: &Lab) -> Vec<Vec<String>> {
     csv(lab).1
 }
 
@@ -220,6 +209,7 @@ fn column(lab: &Lab, name: &str) -> usize {
 
 #[test]
 fn btrfs_levels_end_to_end_on_loop_devices() {
+    let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
     }
@@ -307,6 +297,7 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
 
 #[test]
 fn guards_refuse_mounted_formatted_and_btrfs_members_and_unnamed_devices() {
+    let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
     }
@@ -403,6 +394,7 @@ fn guards_refuse_mounted_formatted_and_btrfs_members_and_unnamed_devices() {
 
 #[test]
 fn kill_9_in_every_phase_then_cleanup_and_resume() {
+    let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
     }
@@ -453,6 +445,7 @@ fn kill_9_in_every_phase_then_cleanup_and_resume() {
 
 #[test]
 fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
+    let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
     }
@@ -525,6 +518,7 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
 /// device that is the kernel's flag, read and set and put back by the script's functions.
 #[test]
 fn plan_script_cache_functions_read_set_and_restore_a_loop_device() {
+    let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
     }

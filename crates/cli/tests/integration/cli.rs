@@ -1,34 +1,9 @@
 //! The `raidlab` binary as a user runs it.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
+use raidlab_testkit::{raidlab, repo_root as root, require_fio};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn raidlab() -> Command {
-    let mut c = Command::cargo_bin("raidlab").unwrap();
-    c.current_dir(root());
-    c
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn require_fio() -> bool {
-    if std::process::Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("fio is required in CI: apt-get install fio");
-    }
-    eprintln!("skipping: fio is not installed (apt-get install fio)");
-    false
-}
+use std::path::Path;
 
 /// Run `raidlab ARGS`, which must succeed; its standard output, as JSON.
 fn json_out(args: &[&str]) -> Value {
@@ -60,6 +35,7 @@ fn csv(dir: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn plan_lists_the_2013_experiment_as_eight_cases() {
+    let _machine = raidlab_testkit::shared();
     raidlab()
         .args(["plan", "examples/seed-2013.toml"])
         .assert()
@@ -71,6 +47,7 @@ fn plan_lists_the_2013_experiment_as_eight_cases() {
 
 #[test]
 fn plan_script_is_valid_bash_with_every_step() {
+    let _machine = raidlab_testkit::shared();
     let out = raidlab()
         .args(["plan", "examples/seed-2013.toml", "--script"])
         .output()
@@ -107,6 +84,7 @@ fn plan_script_is_valid_bash_with_every_step() {
 
 #[test]
 fn run_stores_every_case_and_resume_runs_none_twice() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     let out_s = out.to_str().unwrap();
@@ -176,6 +154,7 @@ fn run_stores_every_case_and_resume_runs_none_twice() {
 
 #[test]
 fn bad_plans_name_file_line_field_and_fix() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(root().join("examples/seed-2013.toml"))
         .unwrap()
@@ -197,6 +176,7 @@ fn bad_plans_name_file_line_field_and_fix() {
 
 #[test]
 fn sim_prints_one_csv_row() {
+    let _machine = raidlab_testkit::shared();
     let out = raidlab()
         .args([
             "sim",
@@ -271,6 +251,7 @@ fn sim_prints_one_csv_row() {
 /// and `disks --models` lists the names it takes.
 #[test]
 fn sim_disk_params_change_the_disk_and_are_listed() {
+    let _machine = raidlab_testkit::shared();
     let fio_json = |extra: &[&str]| {
         let mut args = vec![
             "sim",
@@ -319,6 +300,7 @@ fn sim_disk_params_change_the_disk_and_are_listed() {
 
 #[test]
 fn import_a_bench_fio_tree_keeps_fios_iops_to_the_last_digit() {
+    let _machine = raidlab_testkit::shared();
     if !require_fio() {
         return;
     }
@@ -396,6 +378,7 @@ fn import_a_bench_fio_tree_keeps_fios_iops_to_the_last_digit() {
 
 #[test]
 fn completions_and_man_page_come_from_the_clap_definition() {
+    let _machine = raidlab_testkit::shared();
     raidlab()
         .args(["completions", "bash"])
         .assert()
@@ -425,6 +408,7 @@ fn run_plan(plan: &str, out: &Path, seed: &str) {
 /// names fail with the list of valid ones.
 #[test]
 fn report_x_y_chart_and_unknown_names() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     run_plan("examples/seed-2013.toml", &out, "1");
@@ -483,6 +467,7 @@ fn report_x_y_chart_and_unknown_names() {
 /// repetitions.
 #[test]
 fn compare_one_run_and_repetitions() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     run_plan("examples/seed-2013.toml", &a, "1");
@@ -545,6 +530,7 @@ fn compare_one_run_and_repetitions() {
 /// sentences in the HTML; per case the report shows the environment and the commands.
 #[test]
 fn recorded_environment_flags_anomalies_in_the_report() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     run_plan("examples/seed-2013.toml", &out, "1");
@@ -607,6 +593,7 @@ fn recorded_environment_flags_anomalies_in_the_report() {
 /// put them.
 #[test]
 fn arrays_are_held_against_the_plans_single_disk_baseline() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     run_plan("examples/seed-2019.toml", &out, "1");
@@ -635,6 +622,7 @@ fn arrays_are_held_against_the_plans_single_disk_baseline() {
 
 #[test]
 fn a_target_that_cannot_start_leaves_no_results_directory() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     raidlab()
@@ -661,6 +649,7 @@ fn a_target_that_cannot_start_leaves_no_results_directory() {
 /// is refused by the flag's name, and a real target says it runs on the adapter it has.
 #[test]
 fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
+    let _machine = raidlab_testkit::shared();
     let iops = |extra: &[&str]| {
         let mut args = vec![
             "sim",
@@ -729,6 +718,7 @@ fn host_queue_limits_the_sim_and_is_refused_elsewhere() {
 /// not every device of the plan.
 #[test]
 fn report_commands_name_only_the_arrays_devices() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("p.toml");
     std::fs::write(
@@ -767,6 +757,7 @@ fn report_commands_name_only_the_arrays_devices() {
 /// -3` once head has exited), a run does not panic: it finishes and stores every result.
 #[test]
 fn a_closed_stderr_does_not_stop_a_run() {
+    let _machine = raidlab_testkit::shared();
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
@@ -791,6 +782,7 @@ fn a_closed_stderr_does_not_stop_a_run() {
 /// directory's is refused — one results directory never mixes targets.
 #[test]
 fn resume_keeps_to_the_directorys_target_and_hints_name_it() {
+    let _machine = raidlab_testkit::shared();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     raidlab()
