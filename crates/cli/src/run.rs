@@ -67,7 +67,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             );
         }
     }
-    let target = open_target(kind, &plan, &a, &out)?;
+    // Before the target opens: a signal during the host's baseline stops it in order too.
+    let stop = raidlab_runner::stop_on_signals(kind)?;
+    let target = open_target(kind, &plan, &a, &out, &stop)?;
     // The store is made once the target is ready: a target that cannot start (no
     // devices, no lab) leaves no empty results directory that would ask for --resume.
     let mut store = if exists {
@@ -85,16 +87,23 @@ pub fn run(a: RunArgs) -> Result<()> {
             todo.len()
         );
     }
-    let stop = raidlab_runner::stop_on_signals()?;
     let pb = if kind.capabilities().real_time {
         crate::progress::timed(raidlab_runner::total(kind, &todo), a.quiet)
     } else {
         crate::progress::bar(todo.len() as u64, a.quiet)
     };
     pb.set_message(format!("target {kind}"));
-    let events = |e: Event| match e {
+    let events = |e: Event| {
+        match e {
         Event::Message(m) => pb.set_message(m),
         Event::Position(p) => pb.set_position(p),
+        Event::Stopping if kind.capabilities().real_time => pb.suspend(|| {
+            raidlab_backend::note!(
+                "stopping: no new case starts; the case in flight is stopped and torn down (its array, mounts and write caches), then the results so far are kept. Another Ctrl-C does not skip the teardown; `kill -9` would, leaving it to `raidlab cleanup`."
+            )
+        }),
+        Event::Stopping => pb.set_message("stopping"),
+    }
     };
     let runner = Runner {
         target: target.as_ref(),
@@ -138,7 +147,13 @@ fn meta(plan: &Plan, path: &Path, kind: TargetKind) -> ExperimentMeta {
 
 /// The target the run asked for, ready for its first case (the host target after its
 /// per-disk baseline).
-fn open_target(kind: TargetKind, plan: &Plan, a: &RunArgs, out: &Path) -> Result<Box<dyn Target>> {
+fn open_target(
+    kind: TargetKind,
+    plan: &Plan,
+    a: &RunArgs,
+    out: &Path,
+    stop: &AtomicBool,
+) -> Result<Box<dyn Target>> {
     Ok(match kind {
         TargetKind::Sim => Box::new(SimTarget {
             seed: a.seed.unwrap_or(plan.run.seed),
@@ -160,7 +175,7 @@ fn open_target(kind: TargetKind, plan: &Plan, a: &RunArgs, out: &Path) -> Result
             })?;
             let secs = a.baseline.get() / 1_000_000_000;
             if secs > 0 {
-                baseline(&host, secs, a.quiet)?;
+                baseline(&host, secs, a.quiet, stop)?;
             }
             Box::new(host)
         }
@@ -204,11 +219,17 @@ fn dry_run(plan: &Plan, kind: TargetKind, a: &RunArgs, out: &Path) -> Result<()>
          # /sys/block/X/queue/write_cache, whichever the device answers to (`plan --script`\n\
          # defines it as a bash function)"
     );
-    if kind == TargetKind::Host {
+    if kind == TargetKind::Host && !plan.disks.devices.is_empty() {
+        // The same checks as a run: a plan the guards refuse shows no command to run.
         let destroy = a.destroy_data_on.iter().cloned().collect();
-        for d in &plan.disks.devices {
-            let v = raidlab_host::guard::check(d, None);
-            let _ = writeln!(s, "# {d}: {}", v.reason(&destroy));
+        let verdicts =
+            raidlab_host::guard::check_plan(&plan.disks.devices, &destroy).map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}\n(the dry run shows commands only for devices a run would use)"
+                )
+            })?;
+        for v in verdicts {
+            let _ = writeln!(s, "# {}: {}", v.path, v.reason(&destroy));
         }
     }
     let devices = script::devices_or_placeholders(&plan.disks.devices, plan.disks.count as usize);
@@ -236,8 +257,7 @@ fn dry_run(plan: &Plan, kind: TargetKind, a: &RunArgs, out: &Path) -> Result<()>
 }
 
 /// Measure (or read back) the per-disk baseline and warn about uneven members.
-fn baseline(host: &HostTarget, secs: u64, quiet: bool) -> Result<()> {
-    let stop = AtomicBool::new(false);
+fn baseline(host: &HostTarget, secs: u64, quiet: bool, stop: &AtomicBool) -> Result<()> {
     let pb = crate::progress::timed(secs * 2 * host.devices().len() as u64, quiet);
     let phase = |p: &str| pb.set_message(p.to_string());
     let done = AtomicBool::new(false);
@@ -251,7 +271,7 @@ fn baseline(host: &HostTarget, secs: u64, quiet: bool) -> Result<()> {
         let r = host.baseline(
             secs,
             &RunContext {
-                stop: &stop,
+                stop,
                 phase: &phase,
                 next: None,
             },

@@ -42,21 +42,30 @@ fn sys(name: &str) -> PathBuf {
     Path::new("/sys/class/block").join(name)
 }
 
-/// The kernel name of a device path (`/dev/disk/by-id/x` → `sdb`). Partitions are
-/// refused: raidlab uses whole devices.
-pub fn kernel_name(path: &str) -> Result<String, String> {
-    let real = fs::canonicalize(path).map_err(|e| format!("{path}: {e}"))?;
-    let name = real
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| format!("{path}: not a device path"))?
-        .to_string();
-    if !sys(&name).exists() {
-        return Err(format!(
-            "{path} ({}) is not a block device the kernel knows",
-            real.display()
-        ));
+/// The `major:minor` of the block device at `path` (symlinks followed), from the node
+/// itself: the number is the device's identity, whatever the node is called.
+pub fn device_number(path: &str) -> Result<(u32, u32), String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
+    if !meta.file_type().is_block_device() {
+        return Err(format!("{path} is not a block device"));
     }
+    let rdev = meta.rdev();
+    Ok((libc::major(rdev), libc::minor(rdev)))
+}
+
+/// The kernel name of a device path (`/dev/disk/by-id/x` → `sdb`), found by the node's
+/// device number — never by the node's file name, which anyone can choose with `mknod`.
+/// Partitions are refused: raidlab uses whole devices.
+pub fn kernel_name(path: &str) -> Result<String, String> {
+    let (major, minor) = device_number(path)?;
+    let link = Path::new("/sys/dev/block").join(format!("{major}:{minor}"));
+    let name = fs::read_link(&link)
+        .ok()
+        .and_then(|l| l.file_name().and_then(|n| n.to_str()).map(str::to_string))
+        .ok_or_else(|| {
+            format!("{path} ({major}:{minor}) is not a block device the kernel knows")
+        })?;
     if sys(&name).join("partition").exists() {
         return Err(format!(
             "{path} ({name}) is a partition: name the whole disk; raidlab builds arrays on whole devices"

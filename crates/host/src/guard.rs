@@ -32,6 +32,10 @@ pub enum Problem {
     Busy,
     /// Signatures found by `wipefs -n` (type names). Waivable by serial.
     Signatures(Vec<String>),
+    /// The plan names this device more than once (the other path).
+    Duplicate(String),
+    /// Processes have it open (`pid (command)`), even without an exclusive open.
+    OpenBy(Vec<String>),
 }
 
 impl Problem {
@@ -43,15 +47,40 @@ impl Problem {
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Problem::NotADisk(e) => write!(f, "{e}"),
-            Problem::NotInPlan => write!(f, "not named in the plan's [disks] devices"),
-            Problem::Mounted(at) => write!(f, "mounted at {at}"),
-            Problem::InMountedBtrfs => write!(f, "member of a mounted btrfs"),
-            Problem::Held(h) => write!(f, "in use by {}", h.join(", ")),
-            Problem::Swap => write!(f, "active swap"),
-            Problem::ReadOnly => write!(f, "read-only"),
-            Problem::Busy => write!(f, "busy: the kernel refuses an exclusive open"),
+            Problem::NotADisk(e) => write!(f, "{e}: name a whole disk (see `raidlab disks`)"),
+            Problem::NotInPlan => write!(
+                f,
+                "not named in the plan's [disks] devices: add it there to use it"
+            ),
+            Problem::Mounted(at) => write!(f, "mounted at {at}: unmount it, or name another disk"),
+            Problem::InMountedBtrfs => write!(
+                f,
+                "member of a mounted btrfs: unmount that file system, or name another disk"
+            ),
+            Problem::Held(h) => write!(
+                f,
+                "in use by {} (stacked on it): stop that device (`mdadm --stop`, `dmsetup remove`), or name another disk",
+                h.join(", ")
+            ),
+            Problem::Swap => write!(f, "active swap: `swapoff` it first, or name another disk"),
+            Problem::ReadOnly => write!(
+                f,
+                "read-only: make it writable (`blockdev --setrw`), or name another disk"
+            ),
+            Problem::Busy => write!(
+                f,
+                "busy: the kernel refuses an exclusive open (something holds it: see `lsblk`, `fuser -v` on it)"
+            ),
             Problem::Signatures(s) => write!(f, "holds data: {} signature", s.join(", ")),
+            Problem::Duplicate(other) => write!(
+                f,
+                "the same device as {other}: name each disk once"
+            ),
+            Problem::OpenBy(p) => write!(
+                f,
+                "open by {}: stop it, or name another disk",
+                p.join(", ")
+            ),
         }
     }
 }
@@ -137,13 +166,80 @@ fn busy(path: &str) -> bool {
     }
 }
 
+/// Processes other than this one (and udev's short-lived probes, and other raidlab
+/// processes: see the comment below) with the block device
+/// `major:minor` open, as `pid (command)`: an open without `O_EXCL` does not make the
+/// kernel refuse an exclusive open, yet a writer there would be destroyed with the disk.
+///
+/// Tools that scan devices (`losetup --find`, `blkid`, `lsblk`) open them for an instant:
+/// only a process seen holding the device in two looks 150 ms apart is reported.
+pub fn open_by(dev: (u32, u32)) -> Vec<String> {
+    let first = open_by_now(dev);
+    if first.is_empty() {
+        return first;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let again = open_by_now(dev);
+    first.into_iter().filter(|p| again.contains(p)).collect()
+}
+
+/// Commands that open block devices only to look at them (see [`open_by`]).
+const SCANNERS: [&str; 6] = [
+    "systemd-udevd",
+    "(udev-worker)",
+    "raidlab",
+    "losetup",
+    "blkid",
+    "lsblk",
+];
+
+fn open_by_now(dev: (u32, u32)) -> Vec<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::metadata(fd.path()).is_ok_and(|m| {
+                m.file_type().is_block_device()
+                    && (libc::major(m.rdev()), libc::minor(m.rdev())) == dev
+            })
+        });
+        if !holds {
+            continue;
+        }
+        let comm = std::fs::read_to_string(p.path().join("comm"))
+            .map(|c| c.trim().to_string())
+            .unwrap_or_default();
+        // Readers that only look: udev's and util-linux's probes (`losetup --find` opens
+        // every loop device to find a free one, and waits there while a busy device
+        // answers), and another raidlab's failed attempt at the device lock a run holds
+        // (see `lock`). None of them writes.
+        if SCANNERS.contains(&comm.as_str()) {
+            continue;
+        }
+        found.push(format!("pid {pid} ({comm})"));
+    }
+    found.sort();
+    found
+}
+
 /// Check one device. `planned`: the plan's device paths (`None`: do not check).
 pub fn check(path: &str, planned: Option<&[String]>) -> Verdict {
     let mut problems = Vec::new();
     if let Some(list) = planned {
-        let real = std::fs::canonicalize(path).ok();
+        let number = devices::device_number(path).ok();
         let same =
-            |p: &String| p == path || real.is_some() && std::fs::canonicalize(p).ok() == real;
+            |p: &String| p == path || number.is_some() && devices::device_number(p).ok() == number;
         if !list.iter().any(same) {
             problems.push(Problem::NotInPlan);
         }
@@ -186,6 +282,12 @@ pub fn check(path: &str, planned: Option<&[String]>) -> Verdict {
     if problems.iter().all(|p| *p == Problem::NotInPlan) && busy(path) {
         problems.push(Problem::Busy);
     }
+    if let Ok(number) = devices::device_number(path) {
+        let holders = open_by(number);
+        if !holders.is_empty() {
+            problems.push(Problem::OpenBy(holders));
+        }
+    }
     match signatures(path) {
         Ok(s) if !s.is_empty() => problems.push(Problem::Signatures(s)),
         Ok(_) => {}
@@ -201,10 +303,29 @@ pub fn check(path: &str, planned: Option<&[String]>) -> Verdict {
     }
 }
 
+/// A device named twice — the same path, or two paths (a symlink, a node made with
+/// `mknod`) with one device number — is refused at its second mention.
+pub fn mark_duplicates(verdicts: &mut [Verdict]) {
+    let numbers: Vec<Option<(u32, u32)>> = verdicts
+        .iter()
+        .map(|v| devices::device_number(&v.path).ok())
+        .collect();
+    for i in 0..verdicts.len() {
+        let first = (0..i).find(|&j| {
+            verdicts[j].path == verdicts[i].path || numbers[i].is_some() && numbers[j] == numbers[i]
+        });
+        if let Some(j) = first {
+            let other = verdicts[j].path.clone();
+            verdicts[i].problems.push(Problem::Duplicate(other));
+        }
+    }
+}
+
 /// Check every device of a plan; an error lists each refused device with its reason
 /// and what to do.
 pub fn check_plan(devices: &[String], destroy: &BTreeSet<String>) -> Result<Vec<Verdict>, String> {
-    let verdicts: Vec<Verdict> = devices.iter().map(|p| check(p, None)).collect();
+    let mut verdicts: Vec<Verdict> = devices.iter().map(|p| check(p, None)).collect();
+    mark_duplicates(&mut verdicts);
     let planned: BTreeSet<&str> = verdicts.iter().filter_map(|v| v.serial()).collect();
     if let Some(s) = destroy.iter().find(|s| !planned.contains(s.as_str())) {
         return Err(format!(

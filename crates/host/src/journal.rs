@@ -99,8 +99,18 @@ impl Journal {
             .append(true)
             .open(&path)
             .map_err(|e| format!("cannot open the journal {}: {e}", path.display()))?;
-        let reg = registry_entry(out);
-        let abs = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+        let j = Journal {
+            out: out.to_path_buf(),
+            file,
+        };
+        j.register()?;
+        Ok(j)
+    }
+
+    /// Put this results directory in the registry `raidlab cleanup` reads.
+    fn register(&self) -> Result<(), String> {
+        let reg = registry_entry(&self.out);
+        let abs = std::fs::canonicalize(&self.out).unwrap_or_else(|_| self.out.clone());
         std::fs::create_dir_all(state_dir())
             .and_then(|_| std::fs::write(&reg, abs.as_os_str().as_encoded_bytes()))
             .map_err(|e| {
@@ -108,11 +118,7 @@ impl Journal {
                     "cannot register the journal in {} ({e}); set RAIDLAB_STATE_DIR to a writable directory",
                     state_dir().display()
                 )
-            })?;
-        Ok(Journal {
-            out: out.to_path_buf(),
-            file,
-        })
+            })
     }
 
     /// Append an entry and make it durable before returning.
@@ -132,6 +138,8 @@ impl Journal {
         undo: &Undo,
         devices: Vec<DeviceId>,
     ) -> Result<(), String> {
+        // Registered for as long as anything is open: a crash in any case stays findable.
+        self.register()?;
         self.write(&Entry::Open {
             at: now(),
             case: case.into(),
@@ -328,6 +336,14 @@ pub fn cleanup(out: &Path) -> Result<Vec<String>, String> {
             out.display()
         ));
     }
+    // A live run holds this lock: its journal is its own business, not a leftover.
+    let _live = crate::lock::directory(out)?;
+    cleanup_locked(out, &[])
+}
+
+/// [`cleanup`] by the process that holds the results directory's lock already, and the
+/// locks of the devices `ours` (the others are locked here before they are touched).
+pub fn cleanup_locked(out: &Path, ours: &[String]) -> Result<Vec<String>, String> {
     let p = pending(out)?;
     if p.is_clean() {
         // Nothing to undo: write nothing, and forget a stale registration.
@@ -349,6 +365,23 @@ pub fn cleanup(out: &Path) -> Result<Vec<String>, String> {
             errors.push(e);
             continue;
         }
+        // A disk another live run holds is that run's: leave it alone.
+        let paths: Vec<String> = devs.iter().map(|d| d.path.clone()).collect();
+        let mine: Vec<(u32, u32)> = ours
+            .iter()
+            .filter_map(|p| devices::device_number(p).ok())
+            .collect();
+        let present: Vec<String> = paths
+            .into_iter()
+            .filter(|p| devices::device_number(p).is_ok_and(|n| !mine.contains(&n)))
+            .collect();
+        let _held = match crate::lock::devices(&present) {
+            Ok(h) => h,
+            Err(e) => {
+                errors.push(format!("{}: not undone: {e}", describe(u)));
+                continue;
+            }
+        };
         match undo(u) {
             Ok(()) => {
                 j.close_entry(u)?;

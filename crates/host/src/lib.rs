@@ -12,6 +12,7 @@ pub mod devices;
 pub mod exec;
 pub mod guard;
 pub mod journal;
+pub mod lock;
 
 use journal::{DeviceId, Journal};
 use raidlab_backend::script::{self, Action, Phase, Step, Undo};
@@ -24,7 +25,8 @@ use std::time::Instant;
 
 /// Environment variable for fault-injection tests: `RAIDLAB_FAULT_KILL_IN=mkfs` makes
 /// raidlab SIGKILL itself while the first command of that phase runs, as a power cut
-/// would — so the tests can prove that `raidlab cleanup` undoes every phase.
+/// would — so the tests can prove that `raidlab cleanup` undoes every phase;
+/// `mkfs:2` does it in the phase's second command (with one mkfs per array: a later case's).
 pub const FAULT_ENV: &str = "RAIDLAB_FAULT_KILL_IN";
 
 /// What the host target needs from the plan and the command line.
@@ -49,11 +51,14 @@ struct Standing {
 }
 
 pub struct HostTarget {
+    /// The results directory's and the devices' locks, held while the target lives.
+    _locks: (lock::Held, lock::Held),
     cfg: HostConfig,
     standing: Mutex<Option<Standing>>,
     journal: Mutex<Journal>,
     tools: serde_json::Value,
-    fault: Option<Phase>,
+    /// The phase to die in, and how many times it is still to be passed first.
+    fault: Option<(Phase, std::sync::atomic::AtomicU32)>,
 }
 
 fn host_err(msg: impl Into<String>) -> TargetError {
@@ -97,10 +102,16 @@ impl HostTarget {
         }
         std::fs::create_dir_all(cfg.out.join(".host"))
             .map_err(|e| host_err(format!("cannot create {}: {e}", cfg.out.display())))?;
+        // Before anything is replayed or checked: no other command may act here or on
+        // these disks while this run lives.
+        let dir_lock = lock::directory(&cfg.out).map_err(host_err)?;
+        // Two runs started together on the same disks: only one gets them, and the
+        // other has not even probed them.
+        let device_locks = lock::devices(&cfg.devices).map_err(host_err)?;
         let left = journal::pending(&cfg.out).map_err(host_err)?;
         if !left.is_clean() {
             raidlab_backend::note!("an earlier run left changes behind; undoing them first:");
-            for line in journal::cleanup(&cfg.out).map_err(host_err)? {
+            for line in journal::cleanup_locked(&cfg.out, &cfg.devices).map_err(host_err)? {
                 raidlab_backend::note!("  {line}");
             }
         }
@@ -112,7 +123,11 @@ impl HostTarget {
                 script::MD
             )));
         }
-        let fault = std::env::var(FAULT_ENV).ok().and_then(|s| Phase::parse(&s));
+        let fault = std::env::var(FAULT_ENV).ok().and_then(|s| {
+            let (phase, nth) = s.split_once(':').unwrap_or((&s, "1"));
+            let nth: u32 = nth.parse().ok()?;
+            Some((Phase::parse(phase)?, nth.saturating_sub(1).into()))
+        });
         let tools = serde_json::json!({
             "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).ok(),
             "fio": version(&["fio", "--version"]),
@@ -122,6 +137,7 @@ impl HostTarget {
             "mkfs.ext4": version(&["mkfs.ext4", "-V"]),
         });
         Ok(HostTarget {
+            _locks: (dir_lock, device_locks),
             standing: Mutex::new(None),
             journal: Mutex::new(Journal::open(&cfg.out).map_err(host_err)?),
             cfg,
@@ -353,7 +369,11 @@ impl HostTarget {
     /// Fault injection (tests): die as a power cut would, in the phase named by
     /// [`FAULT_ENV`].
     fn fault_point(&self, phase: Phase) {
-        if self.fault == Some(phase) {
+        use std::sync::atomic::Ordering;
+        let Some((at, skip)) = &self.fault else {
+            return;
+        };
+        if *at == phase && skip.fetch_sub(1, Ordering::SeqCst) == 0 {
             std::thread::sleep(std::time::Duration::from_millis(200));
             unsafe { libc::raise(libc::SIGKILL) };
         }

@@ -24,6 +24,8 @@ pub enum Event {
     Message(String),
     /// Work done so far, in the units of [`total`].
     Position(u64),
+    /// A signal arrived: no new case starts; what is in flight ends and is torn down.
+    Stopping,
 }
 
 /// Why the loop stopped early.
@@ -55,12 +57,17 @@ pub fn pending<'p>(plan: &'p Plan, store: &Store) -> Result<Vec<(&'p Case, u32)>
         .collect())
 }
 
-/// A flag that SIGINT and SIGTERM set: take no new case, commit the ones in flight. A
-/// second signal ends the process at once (results already committed stay).
-pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+/// A flag that SIGINT, SIGTERM and SIGHUP (a closed ssh session) all set alike: take no
+/// new case, finish or stop the ones in flight, tear down, commit. On the simulator a
+/// second signal ends the process at once (nothing stands, results committed stay); on a
+/// target that builds arrays it does not, so the teardown always runs to its end.
+pub fn stop_on_signals(kind: TargetKind) -> std::io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        if kind == TargetKind::Sim {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+        }
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     Ok(stop)
@@ -194,7 +201,12 @@ impl Runner<'_> {
     ) -> Result<Outcome, RunError> {
         let mut outcome = Outcome::default();
         let mut done = 0;
+        let mut told = false;
         loop {
+            if !told && self.stop.load(Ordering::SeqCst) {
+                told = true;
+                (self.events)(Event::Stopping);
+            }
             let f = match rx.recv_timeout(Duration::from_millis(500)) {
                 Ok(f) => f,
                 Err(mpsc::RecvTimeoutError::Timeout) => {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod host;
+mod host_safety;
 mod interrupt;
 mod report_chromium;
 mod vm;
