@@ -227,6 +227,120 @@ impl HostTarget {
     }
 }
 
+/// What running a case's steps left: the state read while fio ran, and how it ended.
+#[derive(Default)]
+struct Executed {
+    during: serde_json::Value,
+    resync_during: bool,
+    failure: Option<String>,
+    interrupted: bool,
+}
+
+impl HostTarget {
+    /// Run the steps in order until one fails or a signal stops the case; read the
+    /// array's state while fio runs.
+    fn execute(&self, r: &mut Running, steps: &[Step], cx: &RunContext) -> Executed {
+        let mut x = Executed::default();
+        for s in steps {
+            // After a failure or an interrupt, the rest is skipped and everything this
+            // case (and the case before it, if it left the array up) built is unwound.
+            if x.failure.is_some() || x.interrupted {
+                break;
+            }
+            if s.phase != Phase::Teardown && cx.stop.load(std::sync::atomic::Ordering::SeqCst) {
+                x.interrupted = true;
+                break;
+            }
+            (cx.phase)(s.phase.name());
+            let fio_run = matches!(&s.action, Action::Run { argv, .. } if argv[0] == "fio" && s.phase == Phase::Fio);
+            if fio_run && resyncing(&read_opt("/proc/mdstat")) {
+                x.resync_during = true;
+            }
+            match self.step(r, s, cx) {
+                Ok(true) => {}
+                Ok(false) => x.interrupted = true,
+                Err(e) => x.failure = Some(e),
+            }
+            if fio_run {
+                let mdstat = read_opt("/proc/mdstat");
+                x.resync_during |= resyncing(&mdstat);
+                x.during = serde_json::json!({
+                    "members": self.member_state(r.members),
+                    "mdstat": mdstat,
+                    "md_detail": if r.case.array.engine == Engine::Md && r.case.array.level != Level::Single {
+                        command_output(&["mdadm", "--detail", script::MD])
+                    } else { serde_json::Value::Null },
+                    "md_bitmap": md_sysfs("bitmap/location").map(|l| if l == "none" { l } else { format!("internal ({l})") }),
+                    "stripe_cache_size": md_sysfs("stripe_cache_size"),
+                });
+            }
+        }
+        x
+    }
+
+    /// What the result records about the system (docs/host.md, "Environment recorded").
+    fn environment(
+        &self,
+        r: &Running,
+        reuse: &script::Reuse,
+        before: serde_json::Value,
+        during: serde_json::Value,
+        resync_during: bool,
+    ) -> serde_json::Value {
+        // The keys the anomaly rules read (docs/exports.md), from what was recorded.
+        let write_cache_after: serde_json::Map<String, serde_json::Value> = r
+            .members
+            .iter()
+            .zip(during["members"].as_array().into_iter().flatten())
+            .filter_map(|(m, st)| Some((m.clone(), st["write_cache"]["on"].as_bool()?.into())))
+            .collect();
+        let member_baseline_iops: Option<serde_json::Map<String, serde_json::Value>> =
+            std::fs::read(self.cfg.out.join(baseline::FILE))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<baseline::Baseline>(&b).ok())
+                .map(|b| {
+                    b.members
+                        .into_iter()
+                        .filter(|m| r.members.contains(&m.device))
+                        .map(|m| (m.device, m.randread_iops.into()))
+                        .collect()
+                });
+        serde_json::json!({
+            "write_cache_after": write_cache_after,
+            "member_baseline_iops": member_baseline_iops,
+            "md_bitmap": during["md_bitmap"],
+            "stripe_cache_size": during["stripe_cache_size"].as_str().and_then(|s| s.parse::<u64>().ok()),
+            "target": "host",
+            "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok(),
+            "tools": self.tools,
+            "members": r.members,
+            "before": before,
+            "during": during,
+            "after": {
+                "members": self.member_state(r.members),
+                "mdstat": read_opt("/proc/mdstat"),
+            },
+            "write_cache_before": r.cache_was,
+            "resync_seconds": r.resync_seconds,
+            "resync_during_fio": resync_during,
+            "array_reused": reuse.array_up,
+            "laid_out_by_earlier_case": reuse.laid_out,
+            "commands": r.commands,
+        })
+    }
+}
+
+/// fio's per-second logs in a case's work directory, by the names results keep them under.
+fn fio_logs(work: &Path) -> Vec<(String, Vec<u8>)> {
+    [
+        ("raidlab_iops.log", "iops.log"),
+        ("raidlab_lat.log", "lat.log"),
+    ]
+    .into_iter()
+    .filter_map(|(file, name)| Some((name.to_string(), std::fs::read(work.join(file)).ok()?)))
+    .collect()
+}
+
 /// Per-case state while its steps run.
 struct Running<'a> {
     case: &'a Case,
@@ -497,44 +611,12 @@ impl Target for HostTarget {
             resync_seconds,
             step_no: 0,
         };
-        let mut during = serde_json::Value::Null;
-        let mut resync_during = false;
-        let mut failure: Option<String> = None;
-        let mut interrupted = false;
-        for s in &steps {
-            // After a failure or an interrupt, the rest is skipped and everything this
-            // case (and the case before it, if it left the array up) built is unwound.
-            if failure.is_some() || interrupted {
-                break;
-            }
-            if s.phase != Phase::Teardown && cx.stop.load(std::sync::atomic::Ordering::SeqCst) {
-                interrupted = true;
-                break;
-            }
-            (cx.phase)(s.phase.name());
-            let fio_run = matches!(&s.action, Action::Run { argv, .. } if argv[0] == "fio" && s.phase == Phase::Fio);
-            if fio_run && resyncing(&read_opt("/proc/mdstat")) {
-                resync_during = true;
-            }
-            match self.step(&mut r, s, cx) {
-                Ok(true) => {}
-                Ok(false) => interrupted = true,
-                Err(e) => failure = Some(e),
-            }
-            if fio_run {
-                let mdstat = read_opt("/proc/mdstat");
-                resync_during |= resyncing(&mdstat);
-                during = serde_json::json!({
-                    "members": self.member_state(members),
-                    "mdstat": mdstat,
-                    "md_detail": if case.array.engine == Engine::Md && case.array.level != Level::Single {
-                        command_output(&["mdadm", "--detail", script::MD])
-                    } else { serde_json::Value::Null },
-                    "md_bitmap": md_sysfs("bitmap/location").map(|l| if l == "none" { l } else { format!("internal ({l})") }),
-                    "stripe_cache_size": md_sysfs("stripe_cache_size"),
-                });
-            }
-        }
+        let Executed {
+            during,
+            resync_during,
+            failure,
+            interrupted,
+        } = self.execute(&mut r, &steps, cx);
         let mut errors = Vec::new();
         if failure.is_some() || interrupted {
             (cx.phase)("teardown");
@@ -568,54 +650,8 @@ impl Target for HostTarget {
                 laid,
             });
         }
-        let mut logs = Vec::new();
-        for (file, name) in [
-            ("raidlab_iops.log", "iops.log"),
-            ("raidlab_lat.log", "lat.log"),
-        ] {
-            if let Ok(l) = std::fs::read(work.join(file)) {
-                logs.push((name.to_string(), l));
-            }
-        }
-        // The keys the anomaly rules read (docs/exports.md), from what was recorded.
-        let write_cache_after: serde_json::Map<String, serde_json::Value> = members
-            .iter()
-            .zip(during["members"].as_array().into_iter().flatten())
-            .filter_map(|(m, st)| Some((m.clone(), st["write_cache"]["on"].as_bool()?.into())))
-            .collect();
-        let member_baseline_iops: Option<serde_json::Map<String, serde_json::Value>> =
-            std::fs::read(self.cfg.out.join(baseline::FILE))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<baseline::Baseline>(&b).ok())
-                .map(|b| {
-                    b.members
-                        .into_iter()
-                        .filter(|m| members.contains(&m.device))
-                        .map(|m| (m.device, m.randread_iops.into()))
-                        .collect()
-                });
-        let environment = serde_json::json!({
-            "write_cache_after": write_cache_after,
-            "member_baseline_iops": member_baseline_iops,
-            "md_bitmap": during["md_bitmap"],
-            "stripe_cache_size": during["stripe_cache_size"].as_str().and_then(|s| s.parse::<u64>().ok()),
-            "target": "host",
-            "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok(),
-            "tools": self.tools,
-            "members": members,
-            "before": before,
-            "during": during,
-            "after": {
-                "members": self.member_state(members),
-                "mdstat": read_opt("/proc/mdstat"),
-            },
-            "write_cache_before": r.cache_was,
-            "resync_seconds": r.resync_seconds,
-            "resync_during_fio": resync_during,
-            "array_reused": reuse.array_up,
-            "laid_out_by_earlier_case": reuse.laid_out,
-            "commands": r.commands,
-        });
+        let logs = fio_logs(&work);
+        let environment = self.environment(&r, &reuse, before, during, resync_during);
         let _ = std::fs::remove_dir_all(&work);
         Ok(CaseOutput {
             fio_json,

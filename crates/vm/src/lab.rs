@@ -246,8 +246,58 @@ pub fn build(kernel: Option<&Path>, say: Say) -> Result<Lab, String> {
 }
 
 fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result<Lab, String> {
-    // 1. The package, unpacked.
-    let (unpacked, package) = match kernel {
+    let (unpacked, package) = kernel_package_unpacked(work, kernel, say)?;
+    let (modroot, kver) = kernel_version(&unpacked, &package)?;
+    say(&format!("kernel {kver}"));
+
+    let vmlinuz = unpacked.join("boot").join(format!("vmlinuz-{kver}"));
+    let bz = std::fs::read(&vmlinuz).map_err(|e| format!("{}: {e}", vmlinuz.display()))?;
+    let vmlinux = extract_vmlinux(&bz)?;
+    say(&format!("vmlinux extracted ({} MiB)", vmlinux.len() >> 20));
+
+    let (order, builtin) = modules_in_load_order(&modroot, &kver)?;
+
+    let dest = root.join(&kver);
+    let tmp = root.join(format!(".{kver}.new-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let (libs, tools) = write_initramfs(&tmp.join("initramfs.cpio"), &order)?;
+    std::fs::write(tmp.join("vmlinux"), &vmlinux).map_err(|e| e.to_string())?;
+    let info = serde_json::json!({
+        "kernel": kver,
+        "package": package,
+        "modules": order.iter().map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        "builtin": builtin,
+        "tools": tools,
+        "libraries": libs.len(),
+    });
+    std::fs::write(
+        tmp.join("lab.json"),
+        serde_json::to_vec_pretty(&info).expect("json"),
+    )
+    .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&dest);
+    std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    let size = std::fs::metadata(dest.join("initramfs.cpio"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    say(&format!(
+        "initramfs: {} modules, {} libraries, {} MiB",
+        order.len(),
+        libs.len(),
+        size >> 20
+    ));
+    Ok(Lab { dir: dest, kver })
+}
+
+/// The kernel package, unpacked: the one given (a .deb or a directory), else the one
+/// `apt-get download` fetches. Returns the directory and the package's name.
+fn kernel_package_unpacked(
+    work: &Path,
+    kernel: Option<&Path>,
+    say: Say,
+) -> Result<(PathBuf, String), String> {
+    Ok(match kernel {
         Some(k) if k.is_dir() => (k.to_path_buf(), k.display().to_string()),
         Some(deb) => (unpack(deb, work)?, deb.display().to_string()),
         None => {
@@ -272,7 +322,11 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
                 .into_owned();
             (unpack(&deb, work)?, file)
         }
-    };
+    })
+}
+
+/// The module root (the directory above `lib/modules`) and the kernel version in it.
+fn kernel_version(unpacked: &Path, package: &str) -> Result<(PathBuf, String), String> {
     let moddir = ["lib/modules", "usr/lib/modules"]
         .iter()
         .map(|d| unpacked.join(d))
@@ -288,29 +342,27 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
         .parent()
         .and_then(Path::parent)
         .expect("lib/modules has parents");
-    say(&format!("kernel {kver}"));
+    Ok((modroot.to_path_buf(), kver))
+}
 
-    // 2. vmlinux.
-    let vmlinuz = unpacked.join("boot").join(format!("vmlinuz-{kver}"));
-    let bz = std::fs::read(&vmlinuz).map_err(|e| format!("{}: {e}", vmlinuz.display()))?;
-    let vmlinux = extract_vmlinux(&bz)?;
-    say(&format!("vmlinux extracted ({} MiB)", vmlinux.len() >> 20));
-
-    // 3. Modules in load order.
+/// The modules the guest needs, with their dependencies, in the order to load them; and
+/// those built into this kernel.
+fn modules_in_load_order(
+    modroot: &Path,
+    kver: &str,
+) -> Result<(Vec<PathBuf>, Vec<String>), String> {
     run(
-        Command::new("depmod").arg("-b").arg(modroot).arg(&kver),
+        Command::new("depmod").arg("-b").arg(modroot).arg(kver),
         "depmod",
     )?;
     let mut order: Vec<PathBuf> = Vec::new();
     let mut builtin = Vec::new();
     for m in MODULES {
         let text = run(
-            Command::new("modprobe").arg("-d").arg(modroot).args([
-                "-S",
-                &kver,
-                "--show-depends",
-                m,
-            ]),
+            Command::new("modprobe")
+                .arg("-d")
+                .arg(modroot)
+                .args(["-S", kver, "--show-depends", m]),
             &format!("modprobe --show-depends {m}"),
         )?;
         for l in text.lines() {
@@ -324,13 +376,22 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
             }
         }
     }
+    Ok((order, builtin))
+}
 
-    // 4. The initramfs.
-    let dest = root.join(&kver);
-    let tmp = root.join(format!(".{kver}.new-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let f = std::fs::File::create(tmp.join("initramfs.cpio")).map_err(|e| e.to_string())?;
+/// The initramfs: directories, modules, busybox and its applets, the tools and every
+/// library they and raidlab load, and `/init`. Returns the libraries and the tools' paths.
+fn write_initramfs(
+    path: &Path,
+    order: &[PathBuf],
+) -> Result<
+    (
+        BTreeSet<PathBuf>,
+        serde_json::Map<String, serde_json::Value>,
+    ),
+    String,
+> {
+    let f = std::fs::File::create(path).map_err(|e| e.to_string())?;
     let mut c = Cpio::new(std::io::BufWriter::new(f));
     let io = |e: std::io::Error| format!("writing the initramfs: {e}");
     let mut dirs = BTreeSet::new();
@@ -371,7 +432,25 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
         .map_err(io)?;
     c.file("etc/passwd", 0o644, b"root:x:0:0:root:/:/bin/sh\n")
         .map_err(io)?;
+    let (libs, tools) = add_programs(&mut c, &mut add_dirs)?;
+    c.file("init", 0o755, INIT.as_bytes()).map_err(io)?;
+    c.finish().map_err(io)?.flush().map_err(io)?;
+    Ok((libs, tools))
+}
 
+/// busybox (static) with its applets, the tools the guest runs, and the libraries those
+/// and raidlab itself load.
+fn add_programs<W: Write>(
+    c: &mut Cpio<W>,
+    add_dirs: &mut impl FnMut(&mut Cpio<W>, &str) -> Result<(), String>,
+) -> Result<
+    (
+        BTreeSet<PathBuf>,
+        serde_json::Map<String, serde_json::Value>,
+    ),
+    String,
+> {
+    let io = |e: std::io::Error| format!("writing the initramfs: {e}");
     let busybox = which("busybox").ok_or("busybox is not installed (Debian: busybox-static)")?;
     if !libraries(&busybox)?.is_empty() {
         return Err(format!(
@@ -416,38 +495,11 @@ fn build_in(root: &Path, work: &Path, kernel: Option<&Path>, say: Say) -> Result
         let data = std::fs::read(l).map_err(|e| format!("{}: {e}", l.display()))?;
         let name = l.to_string_lossy().trim_start_matches('/').to_string();
         if let Some(parent) = Path::new(&name).parent() {
-            add_dirs(&mut c, &parent.to_string_lossy())?;
+            add_dirs(c, &parent.to_string_lossy())?;
         }
         c.file(&name, 0o755, &data).map_err(io)?;
     }
-    c.file("init", 0o755, INIT.as_bytes()).map_err(io)?;
-    c.finish().map_err(io)?.flush().map_err(io)?;
-    std::fs::write(tmp.join("vmlinux"), &vmlinux).map_err(|e| e.to_string())?;
-    let info = serde_json::json!({
-        "kernel": kver,
-        "package": package,
-        "modules": order.iter().map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect::<Vec<_>>(),
-        "builtin": builtin,
-        "tools": tools,
-        "libraries": libs.len(),
-    });
-    std::fs::write(
-        tmp.join("lab.json"),
-        serde_json::to_vec_pretty(&info).expect("json"),
-    )
-    .map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_dir_all(&dest);
-    std::fs::rename(&tmp, &dest).map_err(|e| format!("{}: {e}", dest.display()))?;
-    let size = std::fs::metadata(dest.join("initramfs.cpio"))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    say(&format!(
-        "initramfs: {} modules, {} libraries, {} MiB",
-        order.len(),
-        libs.len(),
-        size >> 20
-    ));
-    Ok(Lab { dir: dest, kver })
+    Ok((libs, tools))
 }
 
 fn unpack(deb: &Path, work: &Path) -> Result<PathBuf, String> {

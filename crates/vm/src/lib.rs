@@ -104,6 +104,60 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// The common qemu arguments of a boot.
+/// How a boot ended, turned into the directory of its results (the results disk's tar
+/// archive, unpacked), or an error quoting the guest's console.
+fn results_of(dir: &Path, ended: Ended, budget: u64) -> Result<PathBuf, TargetError> {
+    let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
+    let console = dir.join("console.log");
+    let results = dir.join("results.img");
+    match ended {
+        Ended::Stopped => return Err(TargetError::Interrupted),
+        Ended::TimedOut => {
+            return Err(err(format!(
+                "the VM did not finish within {budget} s (killed). Guest console ({}):\n    {}",
+                console.display(),
+                tail(&console, 20)
+            )))
+        }
+        Ended::Exited(st, stderr) if !st.success() => {
+            return Err(err(format!(
+                "qemu failed ({st}): {}\n  guest console ({}):\n    {}",
+                stderr.trim(),
+                console.display(),
+                tail(&console, 20)
+            )))
+        }
+        Ended::Exited(..) => {}
+    }
+    let console_text = std::fs::read_to_string(&console).unwrap_or_default();
+    if console_text.contains("Kernel panic") {
+        return Err(err(format!(
+            "the guest kernel panicked. Console ({}):\n    {}",
+            console.display(),
+            tail(&console, 25)
+        )));
+    }
+    let rdir = dir.join("results");
+    std::fs::create_dir_all(&rdir).map_err(io)?;
+    let o = Command::new("tar")
+        .arg("-xf")
+        .arg(&results)
+        .arg("-C")
+        .arg(&rdir)
+        .output()
+        .map_err(|e| err(format!("cannot run tar: {e}")))?;
+    if !o.status.success() {
+        return Err(err(format!(
+            "the guest wrote no results ({}). Console ({}):\n    {}",
+            String::from_utf8_lossy(&o.stderr).trim(),
+            console.display(),
+            tail(&console, 20)
+        )));
+    }
+    let _ = std::fs::remove_file(&results);
+    Ok(rdir)
+}
+
 fn base_args(lab: &lab::Lab, accel: &str, initrd: &Path, console: &Path) -> Vec<String> {
     let (accel, cpu) = if accel == "kvm" {
         ("kvm", "host")
@@ -290,7 +344,45 @@ impl VmTarget {
 
     /// Boot once for `batch`; store each case's outcome in `done`.
     fn boot(&self, batch: &[(Case, u32)], cx: &RunContext) -> Result<(), TargetError> {
-        // A fresh directory per boot; those of an earlier (resumed) run are kept.
+        let (n, dir) = self.boot_dir()?;
+        let disks = batch
+            .iter()
+            .map(|(c, _)| c.array.disks as usize)
+            .max()
+            .unwrap_or(1);
+        let args = self.drives(&dir, disks)?;
+        let initrd = self.initrd(&dir, batch, disks)?;
+        let console = dir.join("console.log");
+        let mut all = base_args(&self.lab, &self.accel, &initrd, &console);
+        all.extend(args);
+        // Boot, modules, then per case: array, mkfs, layout, fio, teardown.
+        let budget: u64 = 90
+            + batch
+                .iter()
+                .map(|(c, _)| (c.workload.runtime + c.workload.ramp).get() / 1_000_000_000 + 60)
+                .sum::<u64>();
+        (cx.phase)(&format!("vm boot {n} ({} cases)", batch.len()));
+        let t0 = Instant::now();
+        let mut q = spawn_qemu(&all).map_err(err)?;
+        let ended = wait(&mut q, Duration::from_secs(budget), Some(cx.stop));
+        drop(q);
+        let boot_seconds = t0.elapsed().as_secs_f64();
+        let _ = std::fs::remove_file(&initrd);
+        for i in 0..disks {
+            let _ = std::fs::remove_file(dir.join(format!("d{i}.img")));
+        }
+        let rdir = results_of(&dir, ended, budget)?;
+        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        for (c, r) in batch {
+            let d = rdir.join(guest::case_dir(c, *r));
+            let out = self.collect(&d, &console, boot_seconds, batch.len());
+            done.insert((c.id.0.clone(), *r), out);
+        }
+        Ok(())
+    }
+
+    /// A fresh directory for the next boot; those of an earlier (resumed) run are kept.
+    fn boot_dir(&self) -> Result<(u32, PathBuf), TargetError> {
         let (n, dir) = {
             let mut b = self.boots.lock().unwrap_or_else(|e| e.into_inner());
             loop {
@@ -303,12 +395,12 @@ impl VmTarget {
         };
         std::fs::create_dir_all(&dir)
             .map_err(|e| err(format!("cannot create {}: {e}", dir.display())))?;
-        let dir = std::path::absolute(&dir).unwrap_or(dir);
-        let disks = batch
-            .iter()
-            .map(|(c, _)| c.array.disks as usize)
-            .max()
-            .unwrap_or(1);
+        Ok((n, std::path::absolute(&dir).unwrap_or(dir)))
+    }
+
+    /// qemu's drives: the sparse member disks, shaped by the disk model, and the results
+    /// disk the guest writes its tar archive to.
+    fn drives(&self, dir: &Path, disks: usize) -> Result<Vec<String>, TargetError> {
         let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
         let mut args = Vec::new();
         for i in 0..disks {
@@ -336,8 +428,17 @@ impl VmTarget {
         ));
         args.push("-device".into());
         args.push("virtio-blk-pci,drive=results,serial=results".into());
+        Ok(args)
+    }
 
-        // The initramfs of this boot: the lab's, then the job and this raidlab binary.
+    /// The initramfs of this boot: the lab's, then the job and this raidlab binary.
+    fn initrd(
+        &self,
+        dir: &Path,
+        batch: &[(Case, u32)],
+        disks: usize,
+    ) -> Result<PathBuf, TargetError> {
+        let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
         let job = guest::Job {
             disks,
             cases: batch
@@ -367,77 +468,7 @@ impl VmTarget {
             .map_err(io)?;
             c.finish().map_err(io)?.flush().map_err(io)?;
         }
-        let console = dir.join("console.log");
-        let mut all = base_args(&self.lab, &self.accel, &initrd, &console);
-        all.extend(args);
-        // Boot, modules, then per case: array, mkfs, layout, fio, teardown.
-        let budget: u64 = 90
-            + batch
-                .iter()
-                .map(|(c, _)| (c.workload.runtime + c.workload.ramp).get() / 1_000_000_000 + 60)
-                .sum::<u64>();
-        (cx.phase)(&format!("vm boot {n} ({} cases)", batch.len()));
-        let t0 = Instant::now();
-        let mut q = spawn_qemu(&all).map_err(err)?;
-        let ended = wait(&mut q, Duration::from_secs(budget), Some(cx.stop));
-        drop(q);
-        let boot_seconds = t0.elapsed().as_secs_f64();
-        let _ = std::fs::remove_file(&initrd);
-        for i in 0..disks {
-            let _ = std::fs::remove_file(dir.join(format!("d{i}.img")));
-        }
-        match ended {
-            Ended::Stopped => return Err(TargetError::Interrupted),
-            Ended::TimedOut => {
-                return Err(err(format!(
-                    "the VM did not finish within {budget} s (killed). Guest console ({}):\n    {}",
-                    console.display(),
-                    tail(&console, 20)
-                )))
-            }
-            Ended::Exited(st, stderr) if !st.success() => {
-                return Err(err(format!(
-                    "qemu failed ({st}): {}\n  guest console ({}):\n    {}",
-                    stderr.trim(),
-                    console.display(),
-                    tail(&console, 20)
-                )))
-            }
-            Ended::Exited(..) => {}
-        }
-        let console_text = std::fs::read_to_string(&console).unwrap_or_default();
-        if console_text.contains("Kernel panic") {
-            return Err(err(format!(
-                "the guest kernel panicked. Console ({}):\n    {}",
-                console.display(),
-                tail(&console, 25)
-            )));
-        }
-        let rdir = dir.join("results");
-        std::fs::create_dir_all(&rdir).map_err(io)?;
-        let o = Command::new("tar")
-            .arg("-xf")
-            .arg(&results)
-            .arg("-C")
-            .arg(&rdir)
-            .output()
-            .map_err(|e| err(format!("cannot run tar: {e}")))?;
-        if !o.status.success() {
-            return Err(err(format!(
-                "the guest wrote no results ({}). Console ({}):\n    {}",
-                String::from_utf8_lossy(&o.stderr).trim(),
-                console.display(),
-                tail(&console, 20)
-            )));
-        }
-        let _ = std::fs::remove_file(&results);
-        let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        for (c, r) in batch {
-            let d = rdir.join(guest::case_dir(c, *r));
-            let out = self.collect(&d, &console, boot_seconds, batch.len());
-            done.insert((c.id.0.clone(), *r), out);
-        }
-        Ok(())
+        Ok(initrd)
     }
 
     fn collect(
