@@ -23,4 +23,4 @@ pub use spec::{
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};
-pub use workload::{Rw, Workload};
+pub use workload::{Headline, Rw, Workload};

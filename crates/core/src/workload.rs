@@ -8,6 +8,30 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// The figure a workload is judged by, everywhere: the report's summary and charts, and
+/// the model's deviation. Bandwidth for blocks of 128 KiB and more (what a streaming or
+/// large-block user watches), IOPS below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Headline {
+    Iops,
+    Bandwidth,
+}
+
+impl Headline {
+    /// The smallest block size judged by bandwidth.
+    pub const BANDWIDTH_FROM: Bytes = Bytes(128 * 1024);
+
+    /// The headline of a workload with blocks of `bs`.
+    pub fn of(bs: Bytes) -> Headline {
+        if bs >= Headline::BANDWIDTH_FROM {
+            Headline::Bandwidth
+        } else {
+            Headline::Iops
+        }
+    }
+}
+
 /// fio's `rw=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]

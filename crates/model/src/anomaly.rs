@@ -7,6 +7,7 @@
 //! `docs/design.md`.
 
 use crate::expect::{Basis, Expectation};
+use raidlab_core::Headline;
 use raidlab_core::{
     stats, Bitmap, Case, DiskKind, Figures, Level, WriteCache, DEFAULT_STRIPE_CACHE,
 };
@@ -354,7 +355,7 @@ fn off_model(o: &Observation) -> Option<Anomaly> {
     if dev.abs() <= OFF_MODEL {
         return None;
     }
-    let (m, x, unit) = if e.sequential {
+    let (m, x, unit) = if e.judged_by == Headline::Bandwidth {
         (bw / 1e6, e.bw_bytes_s / 1e6, "MB/s")
     } else {
         (iops, e.iops, "IOPS")
@@ -406,11 +407,16 @@ mod tests {
     }
 
     fn expectation(iops: f64, bs: f64, sequential: bool) -> Expectation {
+        let judged_by = if sequential {
+            Headline::Bandwidth
+        } else {
+            Headline::Iops
+        };
         Expectation {
             iops,
             bw_bytes_s: iops * bs,
             basis: Basis::Baseline,
-            sequential,
+            judged_by,
             formula: String::new(),
             saturated_iops: iops,
             utilisation: 1.0,

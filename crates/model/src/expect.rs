@@ -8,7 +8,7 @@
 //! system, not at the model.
 
 use crate::disk::PerDisk;
-use raidlab_core::{ArraySpec, Case, Layout, Level, Rw};
+use raidlab_core::{ArraySpec, Case, Headline, Layout, Level, Rw};
 use serde::Serialize;
 
 /// Where the per-disk figures came from.
@@ -38,8 +38,8 @@ pub struct Expectation {
     /// Bytes per second, reads and writes together.
     pub bw_bytes_s: f64,
     pub basis: Basis,
-    /// Whether the workload is judged by bandwidth (sequential) or IOPS (random).
-    pub sequential: bool,
+    /// The figure the workload is judged by (deviation, the off-model sentence).
+    pub judged_by: Headline,
     /// The formula with its numbers, for the report.
     pub formula: String,
     /// IOPS with every member busy all the time (`iops` = this × `utilisation`).
@@ -77,7 +77,7 @@ impl Expectation {
 
     /// measured / expected − 1, on the figure the workload is judged by.
     pub fn deviation(&self, measured_iops: f64, measured_bw_bytes_s: f64) -> Option<f64> {
-        let (m, e) = if self.sequential {
+        let (m, e) = if self.judged_by == Headline::Bandwidth {
             (measured_bw_bytes_s, self.bw_bytes_s)
         } else {
             (measured_iops, self.iops)
@@ -147,7 +147,7 @@ pub fn expect(case: &Case, d: &PerDisk, basis: Basis) -> Expectation {
             iops,
             bw_bytes_s: iops * bs,
             basis,
-            sequential: false,
+            judged_by: Headline::of(w.bs),
             formula,
             saturated_iops: iops,
             utilisation: 1.0,
@@ -170,7 +170,7 @@ pub fn expect(case: &Case, d: &PerDisk, basis: Basis) -> Expectation {
             iops: bw / bs,
             bw_bytes_s: bw,
             basis,
-            sequential: true,
+            judged_by: Headline::of(w.bs),
             formula,
             saturated_iops: bw / bs,
             utilisation: 1.0,

@@ -6,6 +6,7 @@
 use crate::axis::{sweep, Dim, Metric};
 use crate::row::{Row, TABLE_HEADINGS};
 use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
+use raidlab_core::{Bytes, Headline};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -32,7 +33,7 @@ type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 /// The figure a workload is judged by: bandwidth for large blocks, IOPS for small ones,
 /// reads and writes together.
 fn headline(r: &Row) -> (f64, &'static str) {
-    if r.bs >= 128 * 1024 {
+    if headline_metric(r) == Metric::Bw {
         (
             r.read_bw_mib_s.unwrap_or(0.0) + r.write_bw_mib_s.unwrap_or(0.0),
             "MiB/s",
@@ -86,10 +87,9 @@ pub fn render(rows: &[Row], title: &str) -> String {
 
 /// The headline metric of a workload group (the figure its summary judges by).
 fn headline_metric(r: &Row) -> Metric {
-    if r.bs >= 128 * 1024 {
-        Metric::Bw
-    } else {
-        Metric::Iops
+    match Headline::of(Bytes(r.bs)) {
+        Headline::Bandwidth => Metric::Bw,
+        Headline::Iops => Metric::Iops,
     }
 }
 
