@@ -1,0 +1,139 @@
+//! md's background work on the members: the initial resync, and the write-intent
+//! bitmap's page writes (set before a write, cleared by the daemon after).
+
+use super::*;
+
+impl<D: Member> Engine<D> {
+    /// After a step: md's speed check decides between the next step now and a sleep.
+    pub(super) fn resync_next(&mut self) {
+        let r = self.resync.as_mut().expect("resync");
+        if r.finished() {
+            return;
+        }
+        if r.should_wait(self.now) {
+            self.schedule(self.now + resync::BACKOFF, Ev::ResyncStep);
+        } else {
+            self.resync_step();
+        }
+    }
+
+    /// One step: read the members that hold the source copy or the data, then write the
+    /// members being made consistent (see `resync.rs` for each level).
+    pub(super) fn resync_step(&mut self) {
+        let r = self.resync.as_ref().expect("resync");
+        if r.finished() {
+            return;
+        }
+        let (offset, len) = r.next_range();
+        let g = &self.geo;
+        let n = g.disks;
+        let written: Vec<u32> = match g.level {
+            Level::Raid5 => vec![n - 1],
+            Level::Raid6 => {
+                let p = g.parity_map(offset / g.chunk * g.data_disks() as u64);
+                vec![p.parity, p.q.expect("raid6 has Q")]
+            }
+            Level::Raid10 => (0..n).filter(|d| d % g.copies() != 0).collect(),
+            _ => (1..n).collect(),
+        };
+        let reads: Vec<u32> = match g.level {
+            Level::Raid6 => (0..n).collect(),
+            _ => (0..n).filter(|d| !written.contains(d)).collect(),
+        };
+        let part = self.alloc_part();
+        let p = self.parts.get(part);
+        p.job = Job::Resync;
+        p.phases[0].0 = false;
+        p.phases[0]
+            .1
+            .extend(reads.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phases[1].0 = true;
+        p.phases[1]
+            .1
+            .extend(written.iter().map(|&disk| Piece { disk, offset, len }));
+        p.phase_count = 2;
+        self.start_phase(part);
+    }
+
+    // ------------------------------------------------------------ write-intent bitmap
+
+    /// Bytes of the bitmap's space a host write covers: raid5/6 bitmaps count member
+    /// sectors (whole stripes: a chunk divides the bitmap chunk), raid1/10 array sectors.
+    pub(super) fn bitmap_range(&self, offset: u64, len: u64) -> (u64, u64) {
+        let g = &self.geo;
+        if matches!(g.level, Level::Raid5 | Level::Raid6) {
+            let sd = g.stripe_data();
+            (
+                offset / sd * g.chunk,
+                ((offset + len - 1) / sd + 1) * g.chunk - 1,
+            )
+        } else {
+            (offset, offset + len - 1)
+        }
+    }
+
+    /// `md_bitmap_startwrite`: a write to a clean chunk waits until the bitmap page with
+    /// its bit is on every member; one to a chunk already dirty on disk goes straight on.
+    pub(super) fn bitmap_write(&mut self, host: u32, offset: u64, len: u64) {
+        let (first, last) = self.bitmap_range(offset, len);
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        match bm.start_write(first, last) {
+            None => self.dispatch(host, true, offset, len),
+            Some(flush) => {
+                self.bitmap_waiting.push((flush, host, offset, len));
+                self.bitmap_flush();
+            }
+        }
+    }
+
+    /// `md_bitmap_unplug`: write the dirty page to every member (at the start of each, where
+    /// the internal bitmap lives before the data), if bits wait and no flush is under way.
+    pub(super) fn bitmap_flush(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        if !bm.wants_flush() {
+            return;
+        }
+        bm.begin_flush();
+        self.bitmap_page_write(Job::BitmapFlush);
+    }
+
+    pub(super) fn bitmap_page_write(&mut self, job: Job) {
+        let len = self.bitmap.as_ref().expect("bitmap").page_bytes();
+        let part = self.alloc_part();
+        let disks = self.geo.disks;
+        let p = self.parts.get(part);
+        p.job = job;
+        p.phases[0].0 = true;
+        p.phases[0].1.extend((0..disks).map(|disk| Piece {
+            disk,
+            offset: 0,
+            len,
+        }));
+        p.phase_count = 1;
+        self.start_phase(part);
+    }
+
+    /// A flush is on disk: the writes it covered go to the array; start the next flush if
+    /// bits were set meanwhile.
+    pub(super) fn bitmap_flushed(&mut self) {
+        let bm = self.bitmap.as_mut().expect("bitmap");
+        let done = bm.end_flush();
+        let mut waiting = std::mem::take(&mut self.bitmap_waiting);
+        for &(flush, host, offset, len) in waiting.iter().filter(|w| w.0 <= done) {
+            debug_assert!(flush <= done);
+            self.dispatch(host, true, offset, len);
+        }
+        waiting.retain(|w| w.0 > done);
+        waiting.append(&mut self.bitmap_waiting);
+        self.bitmap_waiting = waiting;
+        self.bitmap_flush();
+    }
+
+    /// The daemon's pass every `daemon_sleep`; cleared bits are written lazily.
+    pub(super) fn bitmap_daemon(&mut self) {
+        if self.bitmap.as_mut().expect("bitmap").daemon() {
+            self.bitmap_page_write(Job::BitmapClear);
+        }
+        self.schedule(self.now + bitmap::DAEMON, Ev::BitmapDaemon);
+    }
+}

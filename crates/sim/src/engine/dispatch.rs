@@ -1,0 +1,274 @@
+//! Request planning: a host I/O becomes parts (per chunk, per copy, per stripe), each
+//! with phases of member operations; read balancing picks a copy; completions walk the
+//! phases back to the host I/O.
+
+use super::*;
+
+impl<D: Member> Engine<D> {
+    pub(super) fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
+        if matches!(self.geo.level, Level::Raid5 | Level::Raid6) && write {
+            let sd = self.geo.stripe_data();
+            let end = offset + len;
+            let first = offset / sd;
+            if end <= (first + 1) * sd {
+                // Within one stripe (every small write): no further division. (The loop below
+                // does the same, but costs 0.8 % more instructions per raid5 host I/O.)
+                self.hosts.get(host).remaining = 1;
+                self.stripe_write(host, first, offset - first * sd, end - first * sd);
+                return;
+            }
+            let segments = end.div_ceil(sd) - first;
+            self.hosts.get(host).remaining = segments as u32;
+            let mut at = offset;
+            while at < end {
+                let stripe = at / sd;
+                let seg_end = ((stripe + 1) * sd).min(end);
+                self.stripe_write(host, stripe, at - stripe * sd, seg_end - stripe * sd);
+                at = seg_end;
+            }
+            return;
+        }
+        let part = self.alloc_part();
+        let mut pieces = std::mem::take(&mut self.parts.get(part).phases[0].1);
+        let g = &self.geo;
+        match g.level {
+            Level::Single => pieces.push(Piece {
+                disk: 0,
+                offset,
+                len,
+            }),
+            Level::Raid0 => {
+                for (off, l) in g.chunks(offset, len) {
+                    let (disk, m) = g.raid0(off);
+                    pieces.push(Piece {
+                        disk,
+                        offset: m,
+                        len: l,
+                    });
+                }
+            }
+            Level::Raid1 | Level::Raid1c3 | Level::Raid1c4 => {
+                let mut copies = std::mem::take(&mut self.copies);
+                copies.clear();
+                copies.extend((0..g.disks).map(|d| (d, offset)));
+                self.copies_to_pieces(write, &copies, len, &mut pieces);
+                self.copies = copies;
+            }
+            Level::Raid10 => {
+                let mut copies = std::mem::take(&mut self.copies);
+                let mut at = offset;
+                let end = offset + len;
+                while at < end {
+                    let next = ((self.geo.chunk_of(at) + 1) * self.geo.chunk).min(end);
+                    copies.clear();
+                    self.geo.raid10_into(at, &mut copies);
+                    self.copies_to_pieces(write, &copies, next - at, &mut pieces);
+                    at = next;
+                }
+                self.copies = copies;
+            }
+            Level::Raid5 | Level::Raid6 => {
+                // A raid5 recovering its last member has not rebuilt it past the resync
+                // point yet: md reads those blocks back from every other member.
+                let missing = match (&self.resync, g.level) {
+                    (Some(r), Level::Raid5) if !r.finished() => Some((g.disks - 1, r.done)),
+                    _ => None,
+                };
+                for (off, l) in g.chunks(offset, len) {
+                    let p = g.parity_map(g.chunk_of(off));
+                    let at = p.stripe * g.chunk + g.in_chunk(off);
+                    match missing {
+                        Some((m, done)) if p.data_disk == m && at + l > done => {
+                            pieces.extend((0..g.disks).filter(|&d| d != m).map(|disk| Piece {
+                                disk,
+                                offset: at,
+                                len: l,
+                            }));
+                        }
+                        _ => pieces.push(Piece {
+                            disk: p.data_disk,
+                            offset: at,
+                            len: l,
+                        }),
+                    }
+                }
+            }
+        }
+        self.hosts.get(host).remaining = 1;
+        let p = self.parts.get(part);
+        p.hosts.push(host);
+        p.phases[0] = (write, pieces);
+        p.phase_count = 1;
+        self.start_phase(part);
+    }
+
+    /// A part with empty buffers, ready to fill.
+    pub(super) fn alloc_part(&mut self) -> u32 {
+        let id = self.parts.alloc();
+        let p = self.parts.get(id);
+        p.hosts.clear();
+        p.phases[0].1.clear();
+        p.phases[1].1.clear();
+        p.phase_count = 0;
+        p.phase = 0;
+        p.pending = 0;
+        p.stripe = None;
+        p.job = Job::Host;
+        id
+    }
+
+    /// Writes go to every copy; a read goes to one, chosen by md's read balancing.
+    pub(super) fn copies_to_pieces(
+        &self,
+        write: bool,
+        copies: &[(u32, u64)],
+        len: u64,
+        out: &mut Vec<Piece>,
+    ) {
+        if write {
+            out.extend(
+                copies
+                    .iter()
+                    .map(|&(disk, offset)| Piece { disk, offset, len }),
+            );
+            return;
+        }
+        let (disk, offset) = self.read_balance(copies);
+        out.push(Piece { disk, offset, len });
+    }
+
+    /// md's choice of copy: far/offset layouts read the lowest address (the first band);
+    /// otherwise a copy whose head is already there (sequential), then on flash the least
+    /// busy, then an idle disk, then the nearest head.
+    pub(super) fn read_balance(&self, copies: &[(u32, u64)]) -> (u32, u64) {
+        if matches!(self.geo.layout, Some(Layout::Far(_) | Layout::Offset(_))) {
+            return *copies.iter().min_by_key(|c| c.1).expect("copies");
+        }
+        let dev = |d: u32| &self.devices[d as usize];
+        if let Some(c) = copies.iter().find(|c| dev(c.0).head() == c.1) {
+            return *c;
+        }
+        if !dev(copies[0].0).rotational() {
+            return *copies
+                .iter()
+                .min_by_key(|c| dev(c.0).pending())
+                .expect("copies");
+        }
+        let distance = |c: &&(u32, u64)| dev(c.0).head().abs_diff(c.1);
+        let idle = copies.iter().filter(|c| dev(c.0).pending() == 0);
+        if let Some(c) = idle.min_by_key(distance) {
+            return *c;
+        }
+        *copies.iter().min_by_key(distance).expect("copies")
+    }
+
+    /// Submit a part's current phase, member by member; a submit that completed something
+    /// at once has it handled on the spot, before the next member's.
+    pub(super) fn start_phase(&mut self, part_id: u32) {
+        let part = self.parts.get(part_id);
+        let phase = part.phase;
+        let (write, ref pieces) = part.phases[phase];
+        let n = pieces.len();
+        part.pending = n as u32;
+        let base = self.done.len();
+        for i in 0..n {
+            let p = self.parts.get(part_id).phases[phase].1[i];
+            let op = MemberOp {
+                write,
+                offset: p.offset,
+                len: p.len,
+                tag: part_id as u64,
+            };
+            self.member_submit(p.disk, op);
+            if self.done.len() > base {
+                self.complete_from(base);
+            }
+        }
+    }
+
+    /// A member command of a part completed.
+    #[inline]
+    pub(super) fn op_done(&mut self, part_id: u32) {
+        let part = self.parts.get(part_id);
+        part.pending -= 1;
+        if part.pending == 0 {
+            self.phase_done(part_id);
+        }
+    }
+
+    /// Every member command of a part's phase completed: its next phase starts, or it is
+    /// done. Out of line, so the commands before the last return at once.
+    #[inline(never)]
+    pub(super) fn phase_done(&mut self, part_id: u32) {
+        let part = self.parts.get(part_id);
+        part.phase += 1;
+        if part.phase < part.phase_count {
+            self.start_phase(part_id);
+            return;
+        }
+        match part.job {
+            Job::Host => {}
+            Job::BitmapFlush => {
+                self.parts.release(part_id);
+                self.bitmap_flushed();
+                return;
+            }
+            Job::BitmapClear => {
+                self.parts.release(part_id);
+                return;
+            }
+            Job::Resync => {
+                self.parts.release(part_id);
+                let r = self.resync.as_mut().expect("resync");
+                r.done += r.next_range().1;
+                self.resync_next();
+                return;
+            }
+        }
+        if let Some(stripe) = part.stripe {
+            self.stripe_done(stripe);
+        }
+        // The part stays allocated until its hosts are done, so its buffer is not reused
+        // by the I/Os they issue.
+        for i in 0..self.parts.get(part_id).hosts.len() {
+            let h = self.parts.get(part_id).hosts[i];
+            let host = self.hosts.get(h);
+            host.remaining -= 1;
+            if host.remaining == 0 {
+                self.host_done(h);
+            }
+        }
+        self.parts.release(part_id);
+    }
+
+    pub(super) fn host_done(&mut self, h: u32) {
+        let host = self.hosts.remove(h);
+        if host.write && self.bitmap.is_some() {
+            let (first, last) = self.bitmap_range(host.offset, host.len);
+            if let Some(bm) = self.bitmap.as_mut() {
+                bm.end_write(first, last);
+            }
+        }
+        if self.now >= self.measure_from && self.now <= self.end {
+            let d = if host.write {
+                &mut self.write
+            } else {
+                &mut self.read
+            };
+            d.ios += 1;
+            d.bytes += host.len;
+            let lat = (self.now - host.submit).0;
+            d.lat.record(lat);
+            let sec = ((self.now - self.measure_from).0 / 1_000_000_000) as usize;
+            if let Some(s) = self.per_sec.get_mut(sec) {
+                s[host.write as usize] += 1;
+            }
+            if let Some(s) = self.lat_per_sec.get_mut(sec) {
+                s[host.write as usize] += lat;
+            }
+        }
+        self.issue(host.slot);
+    }
+
+    // ------------------------------------------------------------ raid5/6 stripe cache
+}

@@ -1,0 +1,417 @@
+//! md's stripe cache for raid5/6: stripe heads admitted up to `stripe_cache_size`,
+//! partial-stripe writes held by the plug or sent at once when sync, pre-reads, parity
+//! writes, and the delayed list.
+
+use super::*;
+
+impl<D: Member> Engine<D> {
+    /// The pool index of a stripe, if md holds it.
+    pub(super) fn stripe_slot(&self, stripe: u64) -> Option<u32> {
+        self.stripe_index.get(stripe)
+    }
+
+    /// A write to `[s, e)` of one stripe's data. Each 4 KiB row needs a stripe head, taken
+    /// one at a time as md's `raid5_make_request` does: when the cache runs out part way,
+    /// the rows that fit go in and the rest of the write waits, first in line, until a
+    /// quarter of the cache is free again (md's `R5_INACTIVE_BLOCKED` hysteresis). Later
+    /// writes queue behind it.
+    pub(super) fn stripe_write(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
+        self.stripe_write_at(host, stripe, s, e, false);
+    }
+
+    /// [`Engine::stripe_write`]; `resumed` for the head of the blocked queue, which goes
+    /// back to the front if it still does not fit.
+    pub(super) fn stripe_write_at(
+        &mut self,
+        host: u32,
+        stripe: u64,
+        s: u64,
+        e: u64,
+        resumed: bool,
+    ) {
+        let slot = self.stripe_slot(stripe);
+        if self.sync_writes {
+            if let Some(id) = slot {
+                if self.join_preread(host, id, s, e) {
+                    return;
+                }
+            }
+        }
+        let rows_needed = self.new_rows_in(slot, s, e);
+        if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
+            let free = self.cache_rows.saturating_sub(self.rows_in_use);
+            let (cut, rows) = if self.cache_blocked || free == 0 {
+                (s, 0)
+            } else {
+                self.fitting_end(slot, s, e, free)
+            };
+            self.cache_blocked = true;
+            if self.gated() {
+                let job = self.slot_job[self.hosts.get(host).slot as usize];
+                self.submitters[job as usize].blocked += 1;
+            }
+            if cut == s {
+                if resumed {
+                    self.blocked.push_front((host, stripe, s, e));
+                } else {
+                    self.blocked.push_back((host, stripe, s, e));
+                }
+                return;
+            }
+            // The write now has one more piece on this stripe to wait for.
+            self.hosts.get(host).remaining += 1;
+            self.blocked.push_front((host, stripe, cut, e));
+            self.admit(host, stripe, slot, s, cut, rows);
+            return;
+        }
+        self.admit(host, stripe, slot, s, e, rows_needed);
+    }
+
+    /// The furthest row boundary `m` in `(s, e]` such that `[s, m)` needs at most `free`
+    /// new stripe heads of the stripe at `slot`, with that count; `(s, 0)` when not even
+    /// the first row fits.
+    pub(super) fn fitting_end(
+        &mut self,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        free: u64,
+    ) -> (u64, u64) {
+        let first = s / ROW;
+        let end_of = |k: u64| ((first + k) * ROW).min(e);
+        // Row boundaries after s: k = 1 ..= rows; k = 0 is s itself (nothing fits).
+        let (mut lo, mut hi, mut rows) = (0, e.div_ceil(ROW) - first, 0);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            let n = self.new_rows_in(slot, s, end_of(mid));
+            if n <= free {
+                (lo, rows) = (mid, n);
+            } else {
+                hi = mid - 1;
+            }
+        }
+        if lo == 0 {
+            (s, 0)
+        } else {
+            (end_of(lo), rows)
+        }
+    }
+
+    /// Take the `rows_needed` stripe heads `[s, e)` needs and add the write to the open set
+    /// of the stripe (held at `slot`, if md holds it).
+    pub(super) fn admit(
+        &mut self,
+        host: u32,
+        stripe: u64,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        rows_needed: u64,
+    ) {
+        self.rows_in_use += rows_needed;
+        let chunk = self.geo.chunk;
+        let words = row_words(&self.geo);
+        let dds = self.geo.data_disks() as usize;
+        let id = match slot {
+            Some(id) => id,
+            None => {
+                let id = self.stripes.alloc();
+                let st = self.stripes.get(id);
+                st.number = stripe;
+                st.open = false;
+                st.flying = None;
+                self.stripe_index.insert(stripe, id);
+                id
+            }
+        };
+        let st = self.stripes.get(id);
+        if !st.open {
+            st.open = true;
+            st.written.clear();
+            st.written.resize(words * dds, 0);
+            st.set_bits = 0;
+            st.full_bits = ((chunk / ROW) as usize * dds) as u64;
+            st.rows = 0;
+            st.hosts.clear();
+            st.gen = 0;
+            st.armed = false;
+            st.delayed = false;
+        }
+        st.rows += rows_needed;
+        for (dd, row) in touched(&self.geo, s, e) {
+            let word = &mut st.written[dd * words + row / 64];
+            if *word >> (row % 64) & 1 == 0 {
+                *word |= 1 << (row % 64);
+                if st.set_bits == 0 {
+                    st.first_bit = (dd as u32, row as u32);
+                }
+                st.set_bits += 1;
+            }
+        }
+        st.hosts.push(host);
+        self.settle(id);
+    }
+
+    /// What an open stripe set does next: nothing while it waits on the delayed list; go out
+    /// now when no write of the stripe is in flight and the set is full or its writes are
+    /// sync (the submitter's unplug: md handles the stripe as soon as the write is in;
+    /// `stripe_done` settles it again after a write in flight); else wait (one timer per
+    /// set, tagged with a fresh generation) for the rest of its data.
+    pub(super) fn settle(&mut self, id: u32) {
+        let sync = self.sync_writes;
+        let st = self.stripes.get(id);
+        if !st.open || st.delayed {
+            return;
+        }
+        if st.flying.is_none() && (sync || st.set_bits == st.full_bits) {
+            self.flush(id);
+        } else if !sync && !st.armed {
+            st.armed = true;
+            self.stripe_gen += 1;
+            st.gen = self.stripe_gen;
+            let gen = st.gen;
+            self.schedule_timer(id, gen);
+        }
+    }
+
+    /// Stripe heads a write to `[s, e)` adds: rows not yet held by the open set of the
+    /// stripe held at `slot` (if md holds it).
+    pub(super) fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
+        let words = row_words(&self.geo);
+        if e.div_ceil(ROW) - s / ROW == 1 {
+            // One row: new unless some data unit of the open set has it.
+            let row = (self.geo.in_chunk(s) / ROW) as usize;
+            let held = slot.is_some_and(|id| {
+                let st = self.stripes.get(id);
+                st.open
+                    && st
+                        .written
+                        .chunks(words)
+                        .any(|unit| unit[row / 64] >> (row % 64) & 1 == 1)
+            });
+            return !held as u64;
+        }
+        let mut mask = std::mem::take(&mut self.row_mask);
+        mask.clear();
+        mask.resize(words, 0);
+        for (_, row) in touched(&self.geo, s, e) {
+            mask[row / 64] |= 1 << (row % 64);
+        }
+        if let Some(id) = slot {
+            let st = self.stripes.get(id);
+            if st.open {
+                for unit in st.written.chunks(words) {
+                    for (m, w) in mask.iter_mut().zip(unit) {
+                        *m &= !w;
+                    }
+                }
+            }
+        }
+        let rows = mask.iter().map(|m| m.count_ones() as u64).sum();
+        self.row_mask = mask;
+        rows
+    }
+
+    pub(super) fn flush_timer(&mut self, id: u32, gen: u64) {
+        let full_writes_flying = self.full_writes_flying;
+        let st = self.stripes.get(id);
+        if !st.open || st.gen != gen {
+            return;
+        }
+        if st.flying.is_some() {
+            st.armed = false;
+            return;
+        }
+        if full_writes_flying > 0 {
+            // md keeps partial stripes back while full-stripe writes proceed (plug timers
+            // are armed for writes that are not sync only: those skip it, see `settle`).
+            self.schedule_timer(id, gen);
+            return;
+        }
+        self.flush(id);
+    }
+
+    /// A stripe is ready: a full-stripe write goes out now; one that needs pre-reads
+    /// starts them now if its writes are sync, else joins md's delayed list
+    /// (`handle_stripe_dirtying` sets `STRIPE_DELAYED`).
+    pub(super) fn flush(&mut self, id: u32) {
+        let dds = self.geo.data_disks() as u64;
+        let st = self.stripes.get(id);
+        // Some written row is not fully overwritten: `st.rows` rows are written, in
+        // `set_bits` (data unit, row) pairs, so every row is full exactly when there are
+        // `dds` pairs per row (plan_stripe counts at most 64 data units per row).
+        let reads = if dds > 64 {
+            st.rows != 0
+        } else {
+            st.set_bits != dds * st.rows
+        };
+        debug_assert_eq!(reads, needs_reads(&self.geo, &st.written));
+        if !reads {
+            self.launch(id, false);
+        } else if self.sync_writes {
+            self.preread_active += 1;
+            self.launch(id, true);
+        } else {
+            st.delayed = true;
+            self.delayed.push(id);
+            self.activate_delayed();
+        }
+    }
+
+    /// `raid5_activate_delayed`: the delayed stripes are released together, and only when
+    /// no pre-reading stripe is active (`IO_THRESHOLD` = 1) and no full-stripe write is
+    /// being handled. Random writes to raid5/6 therefore proceed in batches.
+    pub(super) fn activate_delayed(&mut self) {
+        if self.preread_active > 0 || self.full_writes_flying > 0 || self.delayed.is_empty() {
+            return;
+        }
+        let mut delayed = std::mem::take(&mut self.delayed);
+        for &id in &delayed {
+            self.preread_active += 1;
+            self.launch(id, true);
+        }
+        delayed.clear();
+        if self.delayed.is_empty() {
+            self.delayed = delayed;
+        }
+    }
+
+    /// Send a stripe's open write set to the members; the stripe's buffers move to a part
+    /// and come back empty.
+    pub(super) fn launch(&mut self, id: u32, preread: bool) {
+        let part_id = self.alloc_part();
+        let part = self.parts.get(part_id);
+        let st = self.stripes.get(id);
+        let [(r_write, reads), (w_write, writes)] = &mut part.phases;
+        if st.set_bits == 1 && self.geo.disks <= 64 {
+            // One block written (a small random write): no need to scan the row bitmaps.
+            let (dd, row) = st.first_bit;
+            plan_one_row(&self.geo, st.number, row as u64, 1 << dd, reads, writes);
+        } else {
+            plan_stripe_into(
+                &self.geo,
+                st.number,
+                &st.written,
+                reads,
+                writes,
+                &mut self.plan_scratch,
+            );
+        }
+        (*r_write, *w_write) = (false, true);
+        let full = reads.is_empty();
+        if full {
+            part.phases.swap(0, 1);
+            part.phase_count = 1;
+        } else {
+            part.phase_count = 2;
+        }
+        part.stripe = Some(id);
+        std::mem::swap(&mut part.hosts, &mut st.hosts);
+        if self.sync_writes && !full {
+            std::mem::swap(&mut st.fly_written, &mut st.written);
+            st.fly_part = part_id;
+        } else {
+            st.fly_written.clear();
+        }
+        st.open = false;
+        st.flying = Some((st.rows, full, preread));
+        if full {
+            self.full_writes_flying += 1;
+        }
+        self.start_phase(part_id);
+    }
+
+    pub(super) fn stripe_done(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        let (rows, full, preread) = st.flying.take().expect("flying stripe");
+        let open = st.open;
+        let number = st.number;
+        self.rows_in_use -= rows;
+        if full {
+            self.full_writes_flying -= 1;
+        }
+        if preread {
+            self.preread_active -= 1;
+        }
+        if open {
+            self.settle(id);
+        } else {
+            self.stripe_index.remove(number);
+            self.stripes.release(id);
+        }
+        self.activate_delayed();
+        if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
+            self.cache_blocked = false;
+            while !self.cache_blocked {
+                let Some((host, st, s, e)) = self.blocked.pop_front() else {
+                    break;
+                };
+                if self.gated() {
+                    let job = self.slot_job[self.hosts.get(host).slot as usize];
+                    self.submitters[job as usize].blocked -= 1;
+                    self.unblocked_jobs.push(job);
+                }
+                self.stripe_write_at(host, st, s, e, true);
+            }
+            let mut jobs = std::mem::take(&mut self.unblocked_jobs);
+            for &job in &jobs {
+                self.schedule_resume(job);
+            }
+            jobs.clear();
+            self.unblocked_jobs = jobs;
+        }
+    }
+
+    /// `add_stripe_bio` on a stripe whose sync write is still pre-reading: when the new
+    /// write leaves every row it touches fully written, and needs no row the stripe does
+    /// not already hold, its data joins the write in flight. The pre-reads then find every
+    /// block of those rows written or up to date, and the part writes the union (the read
+    /// of a block now overwritten was wasted, but nothing is read again). The host write
+    /// completes with the part. Otherwise (or once the part writes) the write waits for a
+    /// new set, as before.
+    pub(super) fn join_preread(&mut self, host: u32, id: u32, s: u64, e: u64) -> bool {
+        let words = row_words(&self.geo);
+        let dds = self.geo.data_disks() as usize;
+        let st = self.stripes.get(id);
+        if st.open || st.flying.is_none() || st.fly_written.len() != words * dds {
+            return false;
+        }
+        let part = self.parts.get(st.fly_part);
+        if part.phase_count != 2 || part.phase != 0 || part.stripe != Some(id) {
+            return false;
+        }
+        let mut union = std::mem::take(&mut self.row_mask);
+        union.clear();
+        union.extend_from_slice(&st.fly_written);
+        for (dd, row) in touched(&self.geo, s, e) {
+            union[dd * words + row / 64] |= 1 << (row % 64);
+        }
+        let held_and_full = touched(&self.geo, s, e).all(|(_, row)| {
+            let bit = |w: &[u64], dd: usize| w[dd * words + row / 64] >> (row % 64) & 1 == 1;
+            (0..dds).any(|dd| bit(&st.fly_written, dd)) && (0..dds).all(|dd| bit(&union, dd))
+        });
+        if !held_and_full {
+            self.row_mask = union;
+            return false;
+        }
+        std::mem::swap(&mut st.fly_written, &mut union);
+        self.row_mask = union;
+        let (number, part_id) = (st.number, st.fly_part);
+        let part = self.parts.get(part_id);
+        let mut reads = std::mem::take(&mut self.spare_reads);
+        reads.clear();
+        part.phases[1].1.clear();
+        plan_stripe_into(
+            &self.geo,
+            number,
+            &self.stripes.get(id).fly_written,
+            &mut reads,
+            &mut part.phases[1].1,
+            &mut self.plan_scratch,
+        );
+        reads.clear();
+        self.spare_reads = reads;
+        part.hosts.push(host);
+        true
+    }
+}

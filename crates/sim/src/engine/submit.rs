@@ -1,0 +1,88 @@
+//! The fio side: each job's submitter issues host I/Os up to its queue depth, and
+//! blocks (as fio's thread does) when md cannot take the next one yet.
+
+use super::*;
+
+impl<D: Member> Engine<D> {
+    /// Whether writes go through the jobs' submitters (sync writes to raid5/6).
+    pub(super) fn gated(&self) -> bool {
+        self.sync_writes && matches!(self.geo.level, Level::Raid5 | Level::Raid6)
+    }
+
+    pub(super) fn issue(&mut self, slot: u32) {
+        if self.now >= self.end {
+            return;
+        }
+        if self.gated() {
+            let job = self.slot_job[slot as usize] as usize;
+            let sub = &mut self.submitters[job];
+            if sub.blocked > 0 || sub.resume || !sub.queue.is_empty() {
+                sub.queue.push_back(slot);
+                return;
+            }
+        }
+        self.issue_now(slot);
+    }
+
+    /// A job's submitter is free again: its next waiting I/O goes in, and the one after it
+    /// in a later event (after md has handled what this one left), unless it blocks.
+    pub(super) fn resume(&mut self, job: u32) {
+        let sub = &mut self.submitters[job as usize];
+        sub.resume = false;
+        if sub.blocked > 0 || self.now >= self.end {
+            return;
+        }
+        let Some(slot) = sub.queue.pop_front() else {
+            return;
+        };
+        self.issue_now(slot);
+        self.schedule_resume(job);
+    }
+
+    pub(super) fn schedule_resume(&mut self, job: u32) {
+        let sub = &mut self.submitters[job as usize];
+        if sub.blocked == 0 && !sub.resume && !sub.queue.is_empty() {
+            sub.resume = true;
+            self.schedule(self.now, Ev::Resume { job });
+        }
+    }
+
+    pub(super) fn issue_now(&mut self, slot: u32) {
+        let job = self.slot_job[slot as usize] as usize;
+        let (start, size) = self.region;
+        let blocks = self.blocks;
+        let (rng, cursor) = &mut self.jobs[job];
+        let write = match self.rw {
+            Rw::Read | Rw::RandRead => false,
+            Rw::Write | Rw::RandWrite => true,
+            Rw::RandRw | Rw::Rw => rng.gen_range(0..100u32) >= self.rwmixread as u32,
+        };
+        let offset = if self.rw.is_random() {
+            start + rng.gen_range(0..blocks) * self.bs
+        } else {
+            let at = *cursor;
+            *cursor = if at + 2 * self.bs > start + size {
+                start
+            } else {
+                at + self.bs
+            };
+            at
+        };
+        let host = self.hosts.insert(HostIo {
+            slot,
+            submit: self.now,
+            write,
+            offset,
+            len: self.bs,
+            remaining: 0,
+        });
+        self.array_ios[write as usize] += 1;
+        if write && self.bitmap.is_some() {
+            self.bitmap_write(host, offset, self.bs);
+            return;
+        }
+        self.dispatch(host, write, offset, self.bs);
+    }
+
+    // ------------------------------------------------------------ initial resync
+}
