@@ -80,7 +80,12 @@ impl<D: Member> Engine<D> {
         match bm.start_write(first, last) {
             None => self.dispatch(host, true, offset, len),
             Some(flush) => {
-                self.bitmap_waiting.push((flush, host, offset, len));
+                self.bitmap_waiting.push(BitmapWait {
+                    flush,
+                    host,
+                    offset,
+                    len,
+                });
                 self.bitmap_flush();
             }
         }
@@ -119,11 +124,10 @@ impl<D: Member> Engine<D> {
         let bm = self.bitmap.as_mut().expect("bitmap");
         let done = bm.end_flush();
         let mut waiting = std::mem::take(&mut self.bitmap_waiting);
-        for &(flush, host, offset, len) in waiting.iter().filter(|w| w.0 <= done) {
-            debug_assert!(flush <= done);
-            self.dispatch(host, true, offset, len);
+        for w in waiting.iter().filter(|w| w.flush <= done) {
+            self.dispatch(w.host, true, w.offset, w.len);
         }
-        waiting.retain(|w| w.0 > done);
+        waiting.retain(|w| w.flush > done);
         waiting.append(&mut self.bitmap_waiting);
         self.bitmap_waiting = waiting;
         self.bitmap_flush();

@@ -270,13 +270,39 @@ struct Stripe {
     armed: bool,
     /// Waiting on md's delayed list for pre-reads to be allowed.
     delayed: bool,
-    /// Stripe heads held by the write in flight, whether it was a full-stripe write, and
-    /// whether it counts as a pre-reading stripe.
-    flying: Option<(u64, bool, bool)>,
+    /// The write in flight, if any.
+    flying: Option<Flying>,
     /// Sync writes: the rows the write in flight writes (laid out as `written`) and its
     /// part, so that a write completing the stripe while it pre-reads can join it.
     fly_written: Vec<u64>,
     fly_part: u32,
+}
+
+/// A stripe's write in flight: the stripe heads it holds, whether it writes the whole
+/// stripe, and whether it counts as a pre-reading stripe.
+#[derive(Debug, Clone, Copy)]
+struct Flying {
+    rows: u64,
+    full: bool,
+    preread: bool,
+}
+
+/// A host write (or the part of it from `start`) waiting in md's queue for stripe heads.
+#[derive(Debug, Clone, Copy)]
+struct Blocked {
+    host: u32,
+    stripe: u64,
+    start: u64,
+    end: u64,
+}
+
+/// A host write waiting for the bitmap flush that covers its bits.
+#[derive(Debug, Clone, Copy)]
+struct BitmapWait {
+    flush: u64,
+    host: u32,
+    offset: u64,
+    len: u64,
 }
 
 pub struct Engine<D> {
@@ -307,7 +333,7 @@ pub struct Engine<D> {
     rows_in_use: u64,
     cache_rows: u64,
     cache_blocked: bool,
-    blocked: VecDeque<(u32, u64, u64, u64)>,
+    blocked: VecDeque<Blocked>,
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
     preread_active: u32,
@@ -322,10 +348,9 @@ pub struct Engine<D> {
     unblocked_jobs: Vec<u32>,
     /// `plan_stripe_into`'s read output when only the writes are wanted.
     spare_reads: Vec<Piece>,
-    /// md's write-intent bitmap, when the array has one; host writes waiting for a flush
-    /// (flush number, host, offset, length).
+    /// md's write-intent bitmap, when the array has one; host writes waiting for a flush.
     bitmap: Option<Bitmap>,
-    bitmap_waiting: Vec<(u64, u32, u64, u64)>,
+    bitmap_waiting: Vec<BitmapWait>,
     /// md's initial resync, when it runs during the workload.
     resync: Option<Resync>,
     measure_from: Nanos,

@@ -52,15 +52,30 @@ impl<D: Member> Engine<D> {
             }
             if cut == s {
                 if resumed {
-                    self.blocked.push_front((host, stripe, s, e));
+                    self.blocked.push_front(Blocked {
+                        host,
+                        stripe,
+                        start: s,
+                        end: e,
+                    });
                 } else {
-                    self.blocked.push_back((host, stripe, s, e));
+                    self.blocked.push_back(Blocked {
+                        host,
+                        stripe,
+                        start: s,
+                        end: e,
+                    });
                 }
                 return;
             }
             // The write now has one more piece on this stripe to wait for.
             self.hosts.get(host).remaining += 1;
-            self.blocked.push_front((host, stripe, cut, e));
+            self.blocked.push_front(Blocked {
+                host,
+                stripe,
+                start: cut,
+                end: e,
+            });
             self.admit(host, stripe, slot, s, cut, rows);
             return;
         }
@@ -314,7 +329,11 @@ impl<D: Member> Engine<D> {
             st.fly_written.clear();
         }
         st.open = false;
-        st.flying = Some((st.rows, full, preread));
+        st.flying = Some(Flying {
+            rows: st.rows,
+            full,
+            preread,
+        });
         if full {
             self.full_writes_flying += 1;
         }
@@ -323,7 +342,11 @@ impl<D: Member> Engine<D> {
 
     pub(super) fn stripe_done(&mut self, id: u32) {
         let st = self.stripes.get(id);
-        let (rows, full, preread) = st.flying.take().expect("flying stripe");
+        let Flying {
+            rows,
+            full,
+            preread,
+        } = st.flying.take().expect("flying stripe");
         let open = st.open;
         let number = st.number;
         self.rows_in_use -= rows;
@@ -343,7 +366,13 @@ impl<D: Member> Engine<D> {
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
             self.cache_blocked = false;
             while !self.cache_blocked {
-                let Some((host, st, s, e)) = self.blocked.pop_front() else {
+                let Some(Blocked {
+                    host,
+                    stripe: st,
+                    start: s,
+                    end: e,
+                }) = self.blocked.pop_front()
+                else {
                     break;
                 };
                 if self.gated() {
