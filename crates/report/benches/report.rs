@@ -1,13 +1,14 @@
 //! How long the HTML report of 1,000 cases takes (goal: under 3 s), model and anomaly
 //! rules included: `cargo bench -p raidlab-report --bench report`. The cases come from a
 //! plan (4 levels × 5 chunks × 5 queue depths × 2 block sizes × 5 rw modes, as
-//! `examples/bench-1000.toml`); figures,
-//! 60-second IOPS logs and six members' disk_util are generated, so this times the model,
-//! the host commands and the renderer, not the simulator or SQLite.
+//! `examples/bench-1000.toml`); figures, 60-second IOPS logs and six members' disk_util are
+//! generated and committed to a real store first, then timed is the path `raidlab report`
+//! takes: `raidlab_report::build` (SQLite, logs, model, anomaly rules, host commands) and
+//! the renderer — not the simulator.
 
-use raidlab_core::{DirectionFigures, DiskModel, DiskUtil, Figures, Plan};
-use raidlab_model::expectation;
-use raidlab_report::{export, html, Detail, Dim, Format, Metric, Report, Row};
+use raidlab_core::{DirectionFigures, DiskUtil, Figures, Plan};
+use raidlab_report::{build, export, html, Built, Dim, Format, Metric, Report};
+use raidlab_store::{ExperimentMeta, NewResult, Store};
 use std::path::Path;
 use std::time::Instant;
 
@@ -42,11 +43,19 @@ fn direction(iops: f64, bs: f64) -> DirectionFigures {
     }
 }
 
+/// Per-second IOPS in fio's log format (`msec, value, direction, bs, offset`).
+fn fio_log(per_second: &[f64]) -> String {
+    per_second
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{}, {}, 0, 4096, 0\n", (i + 1) * 1000, *v as u64))
+        .collect()
+}
+
 fn main() {
     let plan = Plan::parse(PLAN, Path::new("bench.toml")).expect("bench plan parses");
     let cases = plan.cases();
     assert_eq!(cases.len(), 1000);
-    let model = DiskModel::preset("hdd-7200").expect("preset");
     let env = serde_json::json!({"target": "sim", "write_cache_after": {"sda": false}});
     let inputs: Vec<(Figures, Vec<f64>)> = cases
         .iter()
@@ -72,44 +81,38 @@ fn main() {
         })
         .collect();
 
-    let members: Vec<String> = (0..6)
-        .map(|i| format!("/dev/sd{}", (b'a' + i) as char))
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let meta = ExperimentMeta {
+        name: "bench".into(),
+        plan_path: None,
+        plan_text: Some(PLAN.into()),
+        target: "sim".into(),
+        created_unix: 0,
+        raidlab_version: "bench".into(),
+    };
+    let mut store = Store::create(&dir.path().join("r"), &meta).expect("a store");
+    store.add_cases(cases).expect("cases stored");
+    let results: Vec<NewResult> = cases
+        .iter()
+        .zip(&inputs)
+        .map(|(c, (f, log))| NewResult {
+            case_id: c.id.clone(),
+            repetition: 1,
+            target: "sim".into(),
+            figures: f.clone(),
+            raw_json: b"{}".to_vec(),
+            logs: vec![("iops.log".into(), fio_log(log).into_bytes())],
+            environment: env.clone(),
+            started_unix: 0,
+            wall_ns: 0,
+            source: None,
+        })
         .collect();
-    let start = Instant::now();
-    let mut rows: Vec<Row> = Vec::with_capacity(1000);
-    let mut details: Vec<Detail> = Vec::with_capacity(1000);
-    for (c, (f, log)) in cases.iter().zip(&inputs) {
-        let e = expectation(c, Some(&model), None);
-        let mut row = Row::new(
-            &c.id.0,
-            Some(c),
-            &c.workload,
-            "sim",
-            std::slice::from_ref(f),
-        );
-        let found = row.judge(c, e.as_ref(), [(f, &env, log.as_slice())]);
-        rows.push(row);
-        details.push(Detail {
-            formula: e.map(|e| e.formula),
-            anomalies: found.into_iter().map(|(_, a)| a.message).collect(),
-            environment: serde_json::to_string_pretty(&env).expect("json"),
-            commands: raidlab_backend::script::case_steps(
-                c,
-                &members,
-                &raidlab_backend::script::Paths::script("r.json"),
-            )
-            .iter()
-            .map(|s| s.shell())
-            .collect(),
-            members: f
-                .disk_util
-                .iter()
-                .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
-                .collect(),
-            iops_per_second: log.clone(),
-            lat_ms_per_second: Vec::new(),
-        });
+    for r in store.commit_batch(&results).expect("results stored") {
+        r.expect("a result stored");
     }
+    let start = Instant::now();
+    let Built { rows, details } = build(&store).expect("rows from the store");
     let model_time = start.elapsed();
     let html = html::render_report(&Report {
         title: "bench",
@@ -120,7 +123,7 @@ fn main() {
     let csv = export(&rows, Format::Csv, "bench");
     let total = start.elapsed();
     println!(
-        "report of {} cases: {:.3} s (model + anomalies {:.3} s; HTML {:.1} MB, CSV {:.1} kB; goal < 3 s)",
+        "report of {} cases: {:.3} s (rows from the store, model, anomalies {:.3} s; HTML {:.1} MB, CSV {:.1} kB; goal < 3 s)",
         rows.len(),
         total.as_secs_f64(),
         model_time.as_secs_f64(),

@@ -71,8 +71,7 @@ fn read_log(
     name: &str,
     parse: fn(&str) -> Vec<f64>,
 ) -> Result<Vec<f64>> {
-    let json = store.raw_path(r);
-    let log = json.with_file_name(format!("{}-{name}", r.raw_file.trim_end_matches(".json")));
+    let log = store.log_path(r, name);
     match std::fs::read_to_string(&log) {
         Ok(text) => Ok(parse(&text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),

@@ -362,7 +362,7 @@ impl Store {
         let json = format!("{stem}.json");
         write(&raw, &json, &r.raw_json)?;
         for (name, bytes) in &r.logs {
-            write(&raw, &format!("{stem}-{name}"), bytes)?;
+            write(&raw, &raw::log_file(&stem, name), bytes)?;
         }
         if durable {
             raw::sync_dir(&raw)?;
@@ -516,10 +516,15 @@ impl Store {
             .collect()
     }
 
-    /// Where a stored result's fio JSON is; its logs sit beside it as
-    /// `<stem>-<name>`, the stem being `raw_file` without `.json`.
+    /// Where a stored result's fio JSON is.
     pub fn raw_path(&self, r: &StoredResult) -> PathBuf {
         self.dir.join(RAW_DIR).join(&r.raw_file)
+    }
+
+    /// Where a stored result's log `name` (`iops.log`, `lat.log`) is, if it was stored.
+    pub fn log_path(&self, r: &StoredResult, name: &str) -> PathBuf {
+        let stem = r.raw_file.trim_end_matches(".json");
+        self.dir.join(RAW_DIR).join(raw::log_file(stem, name))
     }
 }
 

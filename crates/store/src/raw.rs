@@ -23,6 +23,11 @@ pub(crate) fn stem(case: &str, repetition: u32, target: &str) -> String {
 
 /// Case ids and targets may not contain `-`, so a stem splits back into one key only and
 /// no log name of one result can equal a file name of another.
+/// The one naming rule of a result's logs: beside its JSON, `<stem>-<name>`.
+pub(crate) fn log_file(stem: &str, name: &str) -> String {
+    format!("{stem}-{name}")
+}
+
 pub(crate) fn check_key(case: &str, target: &str) -> Result<()> {
     let plain = |s: &str| {
         !s.is_empty()
