@@ -13,22 +13,51 @@ use raidlab_fio::JobInfo;
 use raidlab_store::{ExperimentMeta, NewResult, Store};
 use std::path::{Path, PathBuf};
 
-fn json_files(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if root.is_file() {
-        out.push(root.to_path_buf());
+/// The `.json` regular files under `root`, in name order. Symbolic links are not followed
+/// (a link loop would import a tree again and again) and anything but a regular file (a
+/// FIFO would block the read forever) is left out: both are listed in `skipped`.
+fn json_files(
+    root: &Path,
+    out: &mut Vec<PathBuf>,
+    skipped: &mut Vec<String>,
+) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(root)?;
+    if !meta.is_dir() {
+        if meta.is_file() {
+            out.push(root.to_path_buf());
+        } else {
+            skipped.push(format!(
+                "{}: {}",
+                root.display(),
+                not_imported(&meta.file_type())
+            ));
+        }
         return Ok(());
     }
     let mut entries: Vec<_> = std::fs::read_dir(root)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.path());
     for e in entries {
-        let p = e.path();
-        if p.is_dir() {
-            json_files(&p, out)?;
+        let (p, kind) = (e.path(), e.file_type()?);
+        if kind.is_dir() {
+            json_files(&p, out, skipped)?;
         } else if p.extension().is_some_and(|x| x == "json") {
-            out.push(p);
+            if kind.is_file() {
+                out.push(p);
+            } else {
+                skipped.push(format!("{}: {}", p.display(), not_imported(&kind)));
+            }
         }
     }
     Ok(())
+}
+
+/// Why an entry that is not a regular file or directory is left out.
+fn not_imported(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_symlink() {
+        "a symbolic link, not followed: import the tree it points into by its own path"
+    } else {
+        "not a regular file (a FIFO, socket or device): copy fio's output into a file"
+    }
 }
 
 /// bench-fio: `<mode>-<iodepth>-<numjobs>.json` inside `<mode>/<bs>/`.
@@ -71,6 +100,9 @@ fn workload(job: &JobInfo, rel: &Path) -> Option<Workload> {
 fn read_one(path: &Path, rel: &Path) -> Result<((CaseId, String, Workload), NewResult)> {
     let bytes = std::fs::read(path)?;
     let parsed = raidlab_fio::parse_output(&String::from_utf8_lossy(&bytes))?;
+    if let Some(what) = parsed.figures.impossible() {
+        bail!("impossible figure {what}: the file is damaged or not fio's measurement");
+    }
     let job = parsed.jobs.first().cloned().unwrap_or_default();
     let Some(w) = workload(&job, rel) else {
         bail!("its job options name no rw, and the path is not bench-fio's <mode>-<iodepth>-<numjobs>.json");
@@ -105,9 +137,12 @@ pub fn import(a: ImportArgs) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("results").join(format!("import-{name}")));
-    let mut files = Vec::new();
-    json_files(&a.source, &mut files)
+    let (mut files, mut skipped) = (Vec::new(), Vec::new());
+    json_files(&a.source, &mut files, &mut skipped)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.source.display()))?;
+    for s in &skipped {
+        raidlab_backend::note!("skipped {s}");
+    }
     if files.is_empty() {
         bail!(
             "no .json files under {}: point at fio's JSON output (fio --output-format=json)",

@@ -57,8 +57,112 @@ pub struct Figures {
     pub disk_util: Vec<DiskUtil>,
 }
 
+/// Latencies beyond a day are no measurement (fio's runs are minutes to hours).
+const MAX_LATENCY_NS: f64 = 86_400e9;
+/// Beyond any device (a billion I/Os per second).
+const MAX_IOPS: f64 = 1e9;
+/// Beyond any device (a petabyte per second).
+const MAX_BW_BYTES_S: f64 = 1e15;
+
+impl DirectionFigures {
+    /// The first figure that no device could have produced (negative, not a number,
+    /// infinite, or beyond any device), named.
+    pub fn impossible(&self) -> Option<String> {
+        let latencies = [
+            ("slat mean", Some(self.slat_mean_ns)),
+            ("clat mean", Some(self.clat_mean_ns)),
+            ("lat mean", Some(self.lat_mean_ns)),
+            ("lat stddev", Some(self.lat_stddev_ns)),
+            ("clat p50", self.clat_p50_ns),
+            ("clat p90", self.clat_p90_ns),
+            ("clat p99", self.clat_p99_ns),
+            ("clat p99.9", self.clat_p999_ns),
+        ];
+        let checks = [
+            ("iops", Some(self.iops), MAX_IOPS),
+            ("bw", Some(self.bw_bytes_s), MAX_BW_BYTES_S),
+        ]
+        .into_iter()
+        .chain(latencies.into_iter().map(|(n, v)| (n, v, MAX_LATENCY_NS)));
+        for (name, value, max) in checks {
+            if let Some(v) = value {
+                if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                    return Some(format!("{name} = {v:e} (possible: 0 to {max:e})"));
+                }
+            }
+        }
+        None
+    }
+}
+
 impl Figures {
+    /// The first impossible figure of either direction, named (see
+    /// [`DirectionFigures::impossible`]).
+    pub fn impossible(&self) -> Option<String> {
+        [("read", &self.read), ("write", &self.write)]
+            .into_iter()
+            .find_map(|(dir, d)| Some(format!("{dir} {}", d.as_ref()?.impossible()?)))
+    }
+
     pub fn total_iops(&self) -> f64 {
         self.read.as_ref().map_or(0.0, |d| d.iops) + self.write.as_ref().map_or(0.0, |d| d.iops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impossible_figures_are_named_and_real_ones_pass() {
+        let real = DirectionFigures {
+            iops: 450.0,
+            bw_bytes_s: 1.8e6,
+            lat_mean_ns: 8.9e6,
+            clat_p99_ns: Some(2.5e7),
+            ..Default::default()
+        };
+        let mut f = Figures {
+            read: Some(real.clone()),
+            ..Default::default()
+        };
+        assert_eq!(f.impossible(), None);
+        for (bad, word) in [
+            (
+                DirectionFigures {
+                    iops: -3.0,
+                    ..real.clone()
+                },
+                "read iops = -3",
+            ),
+            (
+                DirectionFigures {
+                    lat_mean_ns: 1e308,
+                    ..real.clone()
+                },
+                "read lat mean = 1e308",
+            ),
+            (
+                DirectionFigures {
+                    bw_bytes_s: f64::NAN,
+                    ..real.clone()
+                },
+                "read bw = NaN",
+            ),
+            (
+                DirectionFigures {
+                    clat_p99_ns: Some(f64::INFINITY),
+                    ..real.clone()
+                },
+                "read clat p99 = inf",
+            ),
+        ] {
+            f.read = Some(bad);
+            assert!(
+                f.impossible().is_some_and(|m| m.starts_with(word)),
+                "{:?}",
+                f.impossible()
+            );
+        }
     }
 }

@@ -817,3 +817,74 @@ fn resume_keeps_to_the_directorys_target_and_hints_name_it() {
         .failure()
         .stderr(predicate::str::contains("--target host --resume --out"));
 }
+
+/// Issue 15, item 9: `import` of a hostile tree — a symbolic-link loop, a FIFO named
+/// `*.json`, impossible figures — ends, imports the good file once, names each file it
+/// left out, and leaves a store whose report works.
+#[test]
+fn import_survives_link_loops_fifos_and_impossible_figures() {
+    let _machine = raidlab_testkit::shared();
+    if !require_fio() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let leaf = tree.join("randread").join("4k");
+    std::fs::create_dir_all(&leaf).unwrap();
+    let out = std::process::Command::new("fio")
+        .args([
+            "--name=b",
+            "--ioengine=null",
+            "--size=16m",
+            "--rw=randread",
+            "--runtime=1",
+            "--time_based",
+            "--output-format=json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let good = String::from_utf8(out.stdout).unwrap();
+    std::fs::write(leaf.join("randread-1-1.json"), &good).unwrap();
+    let mut v: Value = serde_json::from_str(&good).unwrap();
+    v["jobs"][0]["read"]["lat_ns"]["mean"] = serde_json::json!(1e308);
+    std::fs::write(leaf.join("randread-2-1.json"), v.to_string()).unwrap();
+    let mut v: Value = serde_json::from_str(&good).unwrap();
+    v["jobs"][0]["read"]["iops"] = serde_json::json!(-5.0);
+    std::fs::write(leaf.join("randread-4-1.json"), v.to_string()).unwrap();
+    std::os::unix::fs::symlink(&tree, leaf.join("loop")).unwrap();
+    std::os::unix::fs::symlink(leaf.join("randread-1-1.json"), leaf.join("again.json")).unwrap();
+    let fifo = leaf.join("pipe.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let store = dir.path().join("store");
+    raidlab()
+        .args([
+            "import",
+            tree.to_str().unwrap(),
+            "--out",
+            store.to_str().unwrap(),
+        ])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("imported 1 of 3"))
+        .stderr(predicate::str::contains(
+            "again.json: a symbolic link, not followed",
+        ))
+        .stderr(predicate::str::contains("pipe.json: not a regular file"))
+        .stderr(predicate::str::contains(
+            "randread-2-1.json: impossible figure read lat mean",
+        ))
+        .stderr(predicate::str::contains(
+            "randread-4-1.json: impossible figure read iops = -5e0",
+        ));
+    assert_eq!(csv(&store).len(), 2, "a header and the one good result");
+    raidlab()
+        .args(["report", store.to_str().unwrap()])
+        .assert()
+        .success();
+}
