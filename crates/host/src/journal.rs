@@ -88,6 +88,12 @@ pub fn registered() -> Vec<PathBuf> {
 pub struct Journal {
     out: PathBuf,
     file: File,
+    key: Vec<u8>,
+}
+
+/// The directory as seals name it (absolute, so a relative `--out` seals alike).
+fn sealed_name(out: &Path) -> PathBuf {
+    std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf())
 }
 
 impl Journal {
@@ -102,6 +108,7 @@ impl Journal {
         let j = Journal {
             out: out.to_path_buf(),
             file,
+            key: crate::seal::key()?,
         };
         j.register()?;
         Ok(j)
@@ -123,7 +130,10 @@ impl Journal {
 
     /// Append an entry and make it durable before returning.
     pub fn write(&mut self, e: &Entry) -> Result<(), String> {
-        let mut line = serde_json::to_vec(e).expect("journal entries serialise");
+        let entry = serde_json::to_vec(e).expect("journal entries serialise");
+        let mac = crate::seal::seal(&self.key, &sealed_name(&self.out), &entry);
+        let mut line = serde_json::to_vec(&serde_json::json!({ "entry": e, "mac": mac }))
+            .expect("journal lines serialise");
         line.push(b'\n');
         self.file
             .write_all(&line)
@@ -184,12 +194,21 @@ pub struct Pending {
     pub open: Vec<(Undo, Vec<DeviceId>)>,
     /// Processes started and not seen ending: (pid, start time).
     pub processes: Vec<(u32, u64)>,
+    /// Lines whose seal does not match (written or edited by someone else): never acted on.
+    pub forged: Vec<String>,
 }
 
 impl Pending {
     pub fn is_clean(&self) -> bool {
-        self.open.is_empty() && self.processes.is_empty()
+        self.open.is_empty() && self.processes.is_empty() && self.forged.is_empty()
     }
+}
+
+/// A journal line: the entry and its seal ([`crate::seal`]).
+#[derive(serde::Deserialize)]
+struct Sealed {
+    entry: Entry,
+    mac: String,
 }
 
 /// Replay a results directory's journal.
@@ -201,13 +220,15 @@ pub fn pending(out: &Path) -> Result<Pending, String> {
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     let mut p = Pending::default();
+    let key = crate::seal::key()?;
+    let name = sealed_name(out);
     for (i, line) in std::io::BufReader::new(f).lines().enumerate() {
         let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if line.trim().is_empty() {
             continue;
         }
         // A line cut short by a crash is the last one and was never acted on.
-        let Ok(e) = serde_json::from_str::<Entry>(&line) else {
+        let Ok(sealed) = serde_json::from_str::<Sealed>(&line) else {
             raidlab_backend::note!(
                 "warning: {}:{}: unreadable journal line skipped",
                 path.display(),
@@ -215,6 +236,16 @@ pub fn pending(out: &Path) -> Result<Pending, String> {
             );
             continue;
         };
+        let entry = serde_json::to_vec(&sealed.entry).expect("journal entries serialise");
+        if !crate::seal::verify(&key, &name, &entry, &sealed.mac) {
+            p.forged.push(format!(
+                "{}:{}: this line's seal does not match: raidlab did not write it as it stands, so it is not carried out",
+                path.display(),
+                i + 1
+            ));
+            continue;
+        }
+        let e = sealed.entry;
         match e {
             Entry::Open { undo, devices, .. } => p.open.push((undo, devices)),
             Entry::Close { undo, .. } => {
@@ -258,6 +289,14 @@ fn stop_process(pid: u32, start: u64, log: &mut dyn FnMut(String)) {
     if start_time(pid) != Some(start) {
         return; // gone, or the pid now belongs to someone else: not ours to stop
     }
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    if comm.trim() != "fio" {
+        log(format!(
+            "not stopping pid {pid} ({}): raidlab only ever starts fio",
+            comm.trim()
+        ));
+        return;
+    }
     log(format!("stopping fio (pid {pid}) that raidlab started"));
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     for _ in 0..100 {
@@ -272,6 +311,25 @@ fn stop_process(pid: u32, start: u64, log: &mut dyn FnMut(String)) {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Whether an undo stays where raidlab works: it mounts only below the results
+/// directory's `.host/`, so an unmount anywhere else is not its own.
+fn within(out: &Path, u: &Undo) -> Result<(), String> {
+    let Undo::Unmount { dir } = u else {
+        return Ok(());
+    };
+    let base = std::path::absolute(out.join(".host")).unwrap_or_else(|_| out.join(".host"));
+    let canonical = std::fs::canonicalize(&base).unwrap_or(base.clone());
+    let d = Path::new(dir);
+    if d.starts_with(&base) || d.starts_with(&canonical) {
+        Ok(())
+    } else {
+        Err(format!(
+            "not unmounting {dir}: raidlab mounts only below {}",
+            base.display()
+        ))
     }
 }
 
@@ -359,8 +417,16 @@ pub fn cleanup_locked(out: &Path, ours: &[String]) -> Result<Vec<String>, String
     for (pid, _) in &p.processes {
         j.ended(*pid)?;
     }
-    let mut errors = Vec::new();
+    let mut errors: Vec<String> = p
+        .forged
+        .iter()
+        .map(|f| format!("{f}; check by hand, then remove the line"))
+        .collect();
     for (u, devs) in p.open.iter().rev() {
+        if let Err(e) = within(out, u) {
+            errors.push(e);
+            continue;
+        }
         if let Err(e) = same_devices(devs) {
             errors.push(e);
             continue;

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod guard;
 pub mod journal;
 pub mod lock;
+pub mod seal;
 
 use journal::{DeviceId, Journal};
 use raidlab_backend::script::{self, Action, Phase, Step, Undo};

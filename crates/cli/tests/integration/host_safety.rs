@@ -300,3 +300,65 @@ fn item_12_a_refused_dry_run_fails_and_prints_no_command() {
     assert!(!stdout.contains("mkfs"), "{stdout}");
     assert!(stderr(&o).contains("--destroy-data-on"), "{}", text(&o));
 }
+
+/// The start time of a process (field 22 of /proc/PID/stat), as the journal records it.
+fn start_time(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(19).unwrap().to_string()
+}
+
+/// Item 10: `cleanup` carries out only journal lines raidlab sealed: a hand-edited
+/// journal naming an unrelated file system and an unrelated process leaves both alone.
+#[test]
+fn item_10_cleanup_undoes_only_what_raidlab_proved_it_did() {
+    let _machine = raidlab_testkit::shared();
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::new(2);
+    let plan = lab.plan(1, &SLOW.replace("raid1", "single").replace("6s", "1s"));
+    let o = lab.run_host(&plan, &[], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    // An unrelated file system and an unrelated process.
+    let victim = &lab.devs[1];
+    assert!(sh(&format!("mkfs.ext4 -q -F {victim}")).status.success());
+    let mut bystander = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let pid = bystander.id();
+    let journal = lab.out().join("host-journal.jsonl");
+    let real = std::fs::read_to_string(&journal).unwrap();
+    // A real line's seal, copied onto forged lines (none before journals were sealed).
+    let copied_mac = real
+        .split("\"mac\":\"")
+        .nth(1)
+        .and_then(|m| m.split('"').next())
+        .unwrap_or("00");
+    let wipe = format!(
+        r#"{{"op":"open","at":1,"case":"x","phase":"mkfs","undo":{{"undo":"wipe","devices":["{victim}"]}},"devices":[{{"path":"{victim}","serial":"{}"}}]}}"#,
+        lab.serial(1)
+    );
+    let started = format!(
+        r#"{{"op":"started","at":1,"pid":{pid},"start":{}}}"#,
+        start_time(pid)
+    );
+    let forged = format!(
+        "{wipe}\n{started}\n{{\"entry\":{wipe},\"mac\":\"{copied_mac}\"}}\n{{\"entry\":{started},\"mac\":\"{copied_mac}\"}}\n"
+    );
+    std::fs::write(&journal, real + &forged).unwrap();
+    let o = lab.raidlab(&["cleanup", lab.out().to_str().unwrap()], &[]);
+    let alive = bystander.try_wait().unwrap().is_none();
+    // Stop the process this test started, by its pid.
+    let _ = sh(&format!("kill {pid}"));
+    let _ = bystander.wait();
+    assert!(alive, "cleanup stopped an unrelated process: {}", text(&o));
+    assert!(
+        lab.signatures(1).contains("ext4"),
+        "cleanup wiped an unrelated file system: {}",
+        text(&o)
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(stderr(&o).contains("seal does not match"), "{}", text(&o));
+}
