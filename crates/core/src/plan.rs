@@ -218,12 +218,17 @@ impl<'a> Cx<'a> {
                 ));
             }
         };
-        if name.trim().is_empty() || name.contains('/') {
+        if name.trim().is_empty()
+            || name.contains('/')
+            || name.chars().any(char::is_control)
+            || name == "."
+            || name == ".."
+        {
             return Err(self.err(
                 root.get("name").and_then(|i| i.span()),
                 "name",
                 Some(format!("{name:?}")),
-                "use a non-empty name without `/`: it names the results directory",
+                "use a non-empty name without `/` or control characters, not `.` or `..`: it names the results directory",
             ));
         }
         let description = root
@@ -375,11 +380,23 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// A scalar or a list of scalars, as (text, span) pairs. Integers are given as text.
-    fn list(&self, f: Field<'_>) -> Result<Vec<At<String>>, PlanError> {
+    /// A scalar or a list of scalars, as (text, span) pairs. Integers are given as text,
+    /// except where the field takes words or paths (`text_only`): `level = 5` is no level.
+    fn list(&self, f: Field<'_>, text_only: bool) -> Result<Vec<At<String>>, PlanError> {
         let one = |v: &Value| -> Result<At<String>, PlanError> {
             match v {
                 Value::String(s) => Ok((s.value().clone(), v.span())),
+                Value::Integer(_) | Value::Boolean(_) if text_only => {
+                    let shown = v.to_string().trim().to_string();
+                    Err(self.err(
+                        v.span(),
+                        f.path,
+                        Some(shown.clone()),
+                        format!(
+                            "must be text in quotes: write \"{shown}\" if that is what you mean"
+                        ),
+                    ))
+                }
                 Value::Integer(i) => Ok((i.value().to_string(), v.span())),
                 Value::Boolean(b) => Ok((b.value().to_string(), v.span())),
                 _ => Err(self.err(
@@ -403,12 +420,12 @@ impl<'a> Cx<'a> {
     }
 
     /// Parse every element of a list field with `FromStr`, reporting the bad one.
-    fn parsed<T: FromStr>(&self, f: Field<'_>, what: &str) -> Result<Vec<At<T>>, PlanError>
+    fn parsed<T: PlanValue>(&self, f: Field<'_>, what: &str) -> Result<Vec<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
         let mut out = Vec::new();
-        for (s, span) in self.list(f)? {
+        for (s, span) in self.list(f, T::TEXT_ONLY)? {
             match s.parse::<T>() {
                 Ok(v) => out.push((v, span)),
                 Err(e) => {
@@ -424,7 +441,7 @@ impl<'a> Cx<'a> {
         Ok(out)
     }
 
-    fn single<T: FromStr>(
+    fn single<T: PlanValue>(
         &self,
         t: &'a Table,
         prefix: &str,
@@ -450,7 +467,7 @@ impl<'a> Cx<'a> {
         Ok(v.pop())
     }
 
-    fn many<T: FromStr>(
+    fn many<T: PlanValue>(
         &self,
         t: &'a Table,
         prefix: &str,
@@ -486,11 +503,16 @@ impl<'a> Cx<'a> {
                 "host_queue",
             ],
         )?;
-        let devices: Vec<String> = self
-            .many::<String>(t, "disks", "devices", "device path")?
-            .into_iter()
-            .map(|d| d.0)
-            .collect();
+        let devices = self.many::<String>(t, "disks", "devices", "device path")?;
+        if let Some((d, span)) = devices.iter().find(|(d, _)| !d.starts_with('/')) {
+            return Err(self.err(
+                span.clone(),
+                "disks.devices",
+                Some(format!("{d:?}")),
+                "device paths are absolute: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
+            ));
+        }
+        let devices: Vec<String> = devices.into_iter().map(|d| d.0).collect();
         let count = match self.single::<u32>(t, "disks", "count", "disk count")? {
             Some((c, span)) => {
                 if c == 0 || c > 256 {
@@ -1113,6 +1135,18 @@ fn show(item: &Item) -> String {
 }
 
 // Plan spellings of the enums (lowercase words), with the fix in the error.
+/// What a plan field's type takes from TOML: words and paths only as quoted text, numbers
+/// (counts, sizes, durations) as TOML numbers or text.
+trait PlanValue: FromStr {
+    const TEXT_ONLY: bool;
+}
+
+macro_rules! plan_values {
+    ($text:expr => $($t:ty),+) => { $(impl PlanValue for $t { const TEXT_ONLY: bool = $text; })+ };
+}
+plan_values!(true => String, Engine, Level, Layout, Rw, FsName, WcName, BitmapName, ResyncName);
+plan_values!(false => u8, u32, u64, bool, Bytes, Nanos);
+
 macro_rules! word_enum {
     ($name:ident, $inner:ty, $help:expr, { $($word:expr => $val:expr),+ $(,)? }) => {
         struct $name($inner);
@@ -1170,6 +1204,55 @@ repeat = 1
 
     fn parse(s: &str) -> Result<Plan, PlanError> {
         Plan::parse(s, Path::new("p.toml"))
+    }
+
+    /// Issue 15, item 13: a number where a word belongs, relative or non-text device
+    /// paths, and control characters in the name are refused, each at its line.
+    #[test]
+    fn numbers_for_words_relative_devices_and_control_characters_are_refused() {
+        let cases = [
+            (
+                SEED_2013.replace(
+                    "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                    "level = 5",
+                ),
+                "arrays.level",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("rw = [\"randread\", \"randwrite\"]", "rw = [1, 2]"),
+                "workloads.rw",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("count = 6", "devices = [1, 2, 3]"),
+                "disks.devices",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("count = 6", "devices = [\"sdb\", \"sdc\"]"),
+                "disks.devices",
+                "absolute",
+            ),
+            (
+                SEED_2013.replace("name = \"seed-2013\"", "name = \"a\\u0000b\""),
+                "name",
+                "control characters",
+            ),
+            (
+                SEED_2013.replace("name = \"seed-2013\"", "name = \"..\""),
+                "name",
+                "not `.` or `..`",
+            ),
+        ];
+        for (text, field, why) in cases {
+            let e = parse(&text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(why), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+        // Numbers where numbers belong still pass, as numbers or text.
+        assert!(parse(&SEED_2013.replace("iodepth = [4]", "iodepth = [\"4\", 8]")).is_ok());
     }
 
     #[test]

@@ -456,39 +456,8 @@ fn ctrl_c_stops_fio_tears_down_and_stores_nothing_half_done() {
     );
     let before = (lab.cache(0), lab.cache(1));
     let out = lab.out();
-    let child = lab
-        .command(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            "host",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The job file is written just before fio starts.
-    let t0 = std::time::Instant::now();
-    let job_written = || {
-        std::fs::read_dir(out.join(".host"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|d| {
-                std::fs::read_dir(d.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .any(|f| f.path().extension().is_some_and(|e| e == "fio"))
-            })
-    };
-    while !job_written() {
-        assert!(t0.elapsed().as_secs() < 60, "fio never started");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut child = super::host_safety::spawn_run(&lab, &plan, &out);
+    super::host_safety::wait_for_fio(&out, &mut child);
     std::thread::sleep(std::time::Duration::from_secs(1));
     // SIGINT to the raidlab this test started, by its pid.
     assert!(sh(&format!("kill -INT {}", child.id())).status.success());

@@ -26,7 +26,7 @@ fn plan_of(lab: &Lab, devices: &[&str], body: &str) -> PathBuf {
 }
 
 /// `raidlab run PLAN --target host` started in the background, into `out`.
-fn spawn_run(lab: &Lab, plan: &Path, out: &Path) -> Child {
+pub(crate) fn spawn_run(lab: &Lab, plan: &Path, out: &Path) -> Child {
     lab.command(&[
         "run",
         plan.to_str().unwrap(),
@@ -43,7 +43,7 @@ fn spawn_run(lab: &Lab, plan: &Path, out: &Path) -> Child {
 }
 
 /// Wait until the run in `out` has written a fio job file (fio starts right after).
-fn wait_for_fio(out: &Path, child: &mut Child) {
+pub(crate) fn wait_for_fio(out: &Path, child: &mut Child) {
     let t0 = Instant::now();
     let written = || {
         std::fs::read_dir(out.join(".host"))
