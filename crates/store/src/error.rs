@@ -40,6 +40,13 @@ pub enum StoreError {
     #[error("{what} {name:?} cannot be part of a raw file name: use only letters, digits, '_' and '.' (and '-' in log names)")]
     BadName { what: &'static str, name: String },
 
+    #[error("store database {path} is damaged ({source}); nothing there is rewritten. The raw fio output beside it is kept byte for byte: move the damaged file aside and recover the figures into a new store with `raidlab import {raw} --out NEW_DIR`")]
+    Corrupt {
+        path: PathBuf,
+        raw: PathBuf,
+        source: rusqlite::Error,
+    },
+
     #[error("store database {path}: {source}; check that the directory is writable, has free space, and is not being written by another program")]
     Sql {
         path: PathBuf,
@@ -70,8 +77,27 @@ pub(crate) fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> StoreErro
 
 /// `map_err` helper: an SQLite error about the database at `path`.
 pub(crate) fn sql(path: &std::path::Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |source| StoreError::Sql {
-        path: path.to_path_buf(),
-        source,
+    move |source| sql_error(path, source)
+}
+
+/// A SQLite error as the user can act on it: a damaged file is not a permissions problem.
+pub(crate) fn sql_error(path: &std::path::Path, source: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+    let damaged = matches!(
+        source.sqlite_error_code(),
+        Some(DatabaseCorrupt | NotADatabase)
+    );
+    if damaged {
+        let raw = path.with_file_name(crate::RAW_DIR);
+        StoreError::Corrupt {
+            path: path.to_path_buf(),
+            raw,
+            source,
+        }
+    } else {
+        StoreError::Sql {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -210,10 +210,7 @@ impl Store {
     }
 
     fn sql(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sql {
-            path: self.db(),
-            source,
-        }
+        error::sql_error(&self.db(), source)
     }
 
     /// The schema version of the open store (always [`SCHEMA_VERSION`] once opened).

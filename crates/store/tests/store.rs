@@ -344,3 +344,23 @@ fn one_writer_at_a_time() {
     drop(first);
     second.lock().unwrap();
 }
+
+/// Issue 15, item 13: a damaged database is named as damaged, with the way to recover the
+/// figures from the raw files — not blamed on permissions.
+#[test]
+fn a_damaged_database_says_so_and_how_to_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    drop(Store::create(&out, &meta()).unwrap());
+    std::fs::write(
+        out.join("raidlab.sqlite"),
+        b"not a database at all, but long enough",
+    )
+    .unwrap();
+    let e = Store::open(&out).and_then(|s| s.meta()).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("is damaged"), "{text}");
+    assert!(text.contains("raidlab import"), "{text}");
+    assert!(!text.contains("writable"), "{text}");
+}
