@@ -1,0 +1,536 @@
+//! Plan files: parse, validate and expand a TOML plan into cases.
+//!
+//! A plan is what a user writes; every mistake in it must come back as
+//! `file:line: field = value: what is wrong — what to do`. That is why the parser walks a
+//! `toml_edit` document (which keeps every item's position) instead of deserialising
+//! blindly: semantic errors such as "raid6 on 3 disks" point at the line that says so.
+//!
+//! `[arrays]` and `[workloads]` may each be a table or an array of tables (`[[arrays]]`):
+//! each table is a matrix whose lists expand into a cross product, and the plan's cases
+//! are the union of (array matrix × workload matrix) over all pairs. That lets a plan say
+//! "raid5, and raid10 in n2 and f2" without asking for the meaningless raid5 f2.
+//! The field-by-field reference is `docs/plan.md`.
+
+use crate::case::{Case, DiskSet};
+use crate::disk::{DiskModel, DiskParams};
+use crate::spec::{
+    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
+};
+use crate::target::TargetKind;
+use crate::units::{Bytes, Nanos};
+use crate::workload::{Rw, Workload};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml_edit::{ImDocument, Item, Table, Value};
+
+/// A parsed value and where it was written.
+type At<T> = (T, Option<Range<usize>>);
+
+/// A plan that failed to load: where, which field, which value, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// Dotted path such as `arrays.level` or `workloads[1].bs`.
+    pub field: String,
+    /// The offending value as written, if any.
+    pub value: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, ": {}", self.field)?;
+        if let Some(v) = &self.value {
+            write!(f, " = {v}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Options for how the plan runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Results per case.
+    pub repeat: u32,
+    /// Seed for the simulator's random streams.
+    pub seed: u64,
+    /// Default target when the command line names none.
+    pub target: Option<TargetKind>,
+}
+
+/// A loaded, validated plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub description: Option<String>,
+    pub source: PathBuf,
+    pub disks: DiskSet,
+    pub run: RunOptions,
+    cases: Vec<Case>,
+    /// The plan's text, to point later checks (the target's) at a line.
+    text: String,
+}
+
+impl Plan {
+    /// Read and validate a plan file.
+    pub fn load(path: &Path) -> Result<Plan, PlanError> {
+        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
+            file: path.to_path_buf(),
+            line: None,
+            field: "(file)".into(),
+            value: None,
+            message: format!("cannot read the plan: {e}"),
+        })?;
+        Plan::parse(&text, path)
+    }
+
+    /// Parse plan text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Plan, PlanError> {
+        let doc = ImDocument::parse(text.to_string()).map_err(|e| PlanError {
+            file: path.to_path_buf(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            field: "(syntax)".into(),
+            value: None,
+            message: e.message().trim().to_string() + " — the file is not valid TOML",
+        })?;
+        let cx = Cx { text, path };
+        cx.plan(doc.as_table())
+    }
+
+    /// Every case, in plan order, without repetitions.
+    pub fn cases(&self) -> &[Case] {
+        &self.cases
+    }
+
+    /// Expected run time of every case × repetition (runtime + ramp), the sum a target
+    /// needs at least.
+    pub fn expected_runtime(&self) -> Nanos {
+        let per: u64 = self
+            .cases
+            .iter()
+            .map(|c| (c.workload.runtime + c.workload.ramp).get())
+            .sum();
+        Nanos(per * self.run.repeat as u64)
+    }
+
+    /// An error about `key` of the `[section]` table, or of the first `[[section]]`
+    /// entry whose `key` mentions `value` (or has the key at all, for an empty `value`),
+    /// pointing at its line as the parser's errors do.
+    pub(crate) fn error_at(
+        &self,
+        section: &str,
+        key: &str,
+        value: String,
+        message: String,
+    ) -> PlanError {
+        let doc = ImDocument::parse(self.text.clone()).ok();
+        let item = doc.as_ref().and_then(|d| d.as_table().get(section));
+        let (field, span) = match item {
+            Some(Item::ArrayOfTables(entries)) => entries
+                .iter()
+                .enumerate()
+                .find_map(|(i, t)| {
+                    let it = t.get(key)?;
+                    show(it).contains(value.as_str()).then(|| {
+                        (
+                            format!("{}.{key}", indexed(section, i, entries.len())),
+                            it.span().or_else(|| t.span()),
+                        )
+                    })
+                })
+                .unwrap_or((format!("{section}.{key}"), None)),
+            Some(Item::Table(t)) => (
+                format!("{section}.{key}"),
+                t.get(key).and_then(|i| i.span()).or_else(|| t.span()),
+            ),
+            _ => (format!("{section}.{key}"), None),
+        };
+        PlanError {
+            file: self.source.clone(),
+            line: span.map(|s| line_of(&self.text, s.start)),
+            field,
+            value: (!value.is_empty()).then(|| format!("{value:?}")),
+            message,
+        }
+    }
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parsing context: the text (for line numbers) and the file name.
+struct Cx<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+/// A field being read: its path, its span and its item.
+#[derive(Clone, Copy)]
+struct Field<'a> {
+    path: &'a str,
+    item: &'a Item,
+}
+
+mod arrays;
+mod read;
+mod sections;
+mod workloads;
+
+use read::{BitmapName, FsName, ResyncName, WcName};
+
+impl<'a> Cx<'a> {
+    pub(super) fn err(
+        &self,
+        span: Option<Range<usize>>,
+        field: &str,
+        value: Option<String>,
+        msg: impl Into<String>,
+    ) -> PlanError {
+        PlanError {
+            file: self.path.to_path_buf(),
+            line: span.map(|s| line_of(self.text, s.start)),
+            field: field.to_string(),
+            value,
+            message: msg.into(),
+        }
+    }
+}
+
+/// Usable bytes of the array given each member's usable size.
+pub fn usable_bytes(a: &ArraySpec, member: Bytes) -> Bytes {
+    let frac = a.capacity_fraction();
+    Bytes(((member.0 as f64) * a.disks as f64 * frac) as u64)
+}
+
+fn indexed(name: &str, i: usize, n: usize) -> String {
+    if n > 1 {
+        format!("{name}[{i}]")
+    } else {
+        name.to_string()
+    }
+}
+
+fn show(item: &Item) -> String {
+    item.to_string().trim().to_string()
+}
+
+// Plan spellings of the enums (lowercase words), with the fix in the error.
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED_2013: &str = r#"
+name = "seed-2013"
+[disks]
+count = 6
+model = "hdd-7200-500g-2010"
+[arrays]
+engine = "md"
+level = ["raid0", "raid10", "raid5", "raid6"]
+layout = []
+chunk = ["512k"]
+filesystem = "xfs"
+write_cache = "off"
+[workloads]
+rw = ["randread", "randwrite"]
+bs = ["4k"]
+iodepth = [4]
+numjobs = [1]
+size = "10g"
+runtime = "60s"
+[run]
+repeat = 1
+"#;
+
+    fn parse(s: &str) -> Result<Plan, PlanError> {
+        Plan::parse(s, Path::new("p.toml"))
+    }
+
+    /// Issue 15, item 13: a number where a word belongs, relative or non-text device
+    /// paths, and control characters in the name are refused, each at its line.
+    #[test]
+    fn numbers_for_words_relative_devices_and_control_characters_are_refused() {
+        let cases = [
+            (
+                SEED_2013.replace(
+                    "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                    "level = 5",
+                ),
+                "arrays.level",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("rw = [\"randread\", \"randwrite\"]", "rw = [1, 2]"),
+                "workloads.rw",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("count = 6", "devices = [1, 2, 3]"),
+                "disks.devices",
+                "must be text in quotes",
+            ),
+            (
+                SEED_2013.replace("count = 6", "devices = [\"sdb\", \"sdc\"]"),
+                "disks.devices",
+                "absolute",
+            ),
+            (
+                SEED_2013.replace("name = \"seed-2013\"", "name = \"a\\u0000b\""),
+                "name",
+                "control characters",
+            ),
+            (
+                SEED_2013.replace("name = \"seed-2013\"", "name = \"..\""),
+                "name",
+                "not `.` or `..`",
+            ),
+        ];
+        for (text, field, why) in cases {
+            let e = parse(&text).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(why), "{e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+        // Numbers where numbers belong still pass, as numbers or text.
+        assert!(parse(&SEED_2013.replace("iodepth = [4]", "iodepth = [\"4\", 8]")).is_ok());
+    }
+
+    #[test]
+    fn issue_shape_expands_to_eight_cases() {
+        let p = parse(SEED_2013).unwrap();
+        assert_eq!(p.cases().len(), 8);
+        assert_eq!(p.expected_runtime(), Nanos::from_secs(480));
+        let r10 = p
+            .cases()
+            .iter()
+            .find(|c| c.array.level == Level::Raid10)
+            .unwrap();
+        assert_eq!(r10.array.layout, Some(Layout::Near(2)));
+    }
+
+    #[test]
+    fn raid6_on_three_disks_names_line_and_fix() {
+        let e = parse(&SEED_2013.replace("count = 6", "count = 3")).unwrap_err();
+        assert_eq!(e.line, Some(8), "{e}");
+        assert_eq!(e.field, "arrays.level");
+        assert!(
+            e.to_string().contains("raid6 needs at least 4 disks"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn far_layout_on_raid5_is_refused() {
+        let e = parse(&SEED_2013.replace("layout = []", "layout = [\"f2\"]")).unwrap_err();
+        assert_eq!(e.field, "arrays.layout");
+        assert_eq!(e.line, Some(9));
+        assert!(e.message.contains("does not apply to raid0"), "{e}");
+    }
+
+    #[test]
+    fn btrfs_with_chunk_is_refused() {
+        let e = parse(
+            &SEED_2013
+                .replace("engine = \"md\"", "engine = \"btrfs\"")
+                .replace("filesystem = \"xfs\"", ""),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "arrays.chunk");
+        assert!(e.message.contains("remove `chunk`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let e = parse(&SEED_2013.replace("iodepth = [4]", "io_depth = [4]")).unwrap_err();
+        assert_eq!(e.field, "workloads.io_depth");
+        assert!(e.message.contains("iodepth"), "{e}");
+    }
+
+    #[test]
+    fn bad_unit_is_named_with_its_value() {
+        let e = parse(&SEED_2013.replace("\"10g\"", "\"10 gigs\"")).unwrap_err();
+        assert_eq!(e.field, "workloads.size");
+        assert_eq!(e.value.as_deref(), Some("\"10 gigs\""));
+        assert_eq!(e.line, Some(18));
+    }
+
+    #[test]
+    fn case_ids_are_stable_and_distinct() {
+        let a = parse(SEED_2013).unwrap();
+        let b = parse(&SEED_2013.replace("name = \"seed-2013\"", "name = \"other\"")).unwrap();
+        let ids_a: Vec<_> = a.cases().iter().map(|c| c.id.clone()).collect();
+        let ids_b: Vec<_> = b.cases().iter().map(|c| c.id.clone()).collect();
+        assert_eq!(
+            ids_a, ids_b,
+            "the plan name is not part of a case's configuration"
+        );
+        let set: BTreeSet<_> = ids_a.iter().collect();
+        assert_eq!(set.len(), ids_a.len());
+    }
+
+    fn with_params(params: &str) -> String {
+        SEED_2013.replace("[arrays]", &format!("[disks.params]\n{params}\n[arrays]"))
+    }
+
+    #[test]
+    fn host_queue_is_part_of_the_case_only_when_set() {
+        let plain = parse(SEED_2013).unwrap();
+        assert_eq!(plain.disks.host_queue, None);
+        let queued = parse(&SEED_2013.replace("[arrays]", "host_queue = 4\n[arrays]")).unwrap();
+        assert_eq!(queued.cases()[0].disks.host_queue, Some(4));
+        for (a, b) in plain.cases().iter().zip(queued.cases()) {
+            assert_ne!(a.id, b.id, "another adapter is another experiment");
+        }
+        let e = parse(&SEED_2013.replace("[arrays]", "host_queue = 0\n[arrays]")).unwrap_err();
+        assert_eq!(e.field, "disks.host_queue");
+        assert!(e.message.contains("drop host_queue"), "{}", e.message);
+    }
+
+    #[test]
+    fn disk_params_override_the_model_and_change_case_ids() {
+        let plain = parse(SEED_2013).unwrap();
+        let tuned = parse(&with_params("queue_depth = 1\navg_seek = \"9ms\"")).unwrap();
+        let d = &tuned.cases()[0].disks;
+        assert_eq!(d.params.get("queue_depth").map(String::as_str), Some("1"));
+        assert_eq!(d.params.get("avg_seek").map(String::as_str), Some("9ms"));
+        let model = d.resolved_model().unwrap().unwrap();
+        let crate::disk::DiskKind::Hdd(h) = model.kind else {
+            panic!("an hdd preset")
+        };
+        assert_eq!((h.queue_depth, h.avg_seek), (1, Nanos::from_millis(9)));
+        for (a, b) in plain.cases().iter().zip(tuned.cases()) {
+            assert_ne!(a.id, b.id, "another disk is another experiment");
+        }
+    }
+
+    #[test]
+    fn bad_disk_params_name_field_line_and_value() {
+        let e = parse(&with_params("seek = \"9ms\"")).unwrap_err();
+        assert_eq!(e.field, "disks.params.seek");
+        assert_eq!(e.line, Some(7));
+        assert!(e.message.contains("avg_seek"), "{}", e.message);
+        let e = parse(&with_params("avg_seek = \"soon\"")).unwrap_err();
+        assert_eq!(e.field, "disks.params.avg_seek");
+        assert_eq!(e.value.as_deref(), Some("\"soon\""));
+        assert!(e.message.contains("8500us"), "{}", e.message);
+        let e = parse(&with_params("avg_seek = \"a: b\"")).unwrap_err();
+        assert_eq!(e.value.as_deref(), Some("\"a: b\""));
+        assert!(
+            e.message.starts_with("expects a value like"),
+            "{}",
+            e.message
+        );
+        let e = parse(&with_params("queue_depth = true")).unwrap_err();
+        assert_eq!(e.field, "disks.params.queue_depth");
+        let e =
+            parse(&with_params("queue_depth = 1").replace("model = \"hdd-7200-500g-2010\"\n", ""))
+                .unwrap_err();
+        assert_eq!(e.field, "disks.params");
+        assert!(e.message.contains("disks.model"), "{}", e.message);
+    }
+
+    #[test]
+    fn array_of_tables_union() {
+        let p = parse(
+            r#"
+name = "s2019"
+[disks]
+count = 4
+model = "hdd-7200-16t-2019"
+span = "30g"
+[[arrays]]
+level = "raid5"
+[[arrays]]
+level = "raid10"
+layout = ["n2", "f2"]
+[[workloads]]
+rw = ["read", "write"]
+bs = "1m"
+iodepth = 32
+size = "20g"
+[[workloads]]
+rw = ["randread", "randwrite"]
+iodepth = 32
+numjobs = 4
+size = "20g"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.cases().len(), 12);
+    }
+
+    #[test]
+    fn bitmaps_only_on_md_arrays_with_redundancy_or_chunks() {
+        let md =
+            parse(&SEED_2013.replace("write_cache = \"off\"", "bitmap = \"internal\"")).unwrap();
+        assert!(md
+            .cases()
+            .iter()
+            .all(|c| c.array.bitmap == Bitmap::Internal));
+        let btrfs = parse(
+            &SEED_2013
+                .replace("engine = \"md\"", "engine = \"btrfs\"")
+                .replace(
+                    "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                    "level = [\"raid1\"]",
+                )
+                .replace(
+                    "layout = []\nchunk = [\"512k\"]\nfilesystem = \"xfs\"",
+                    "bitmap = \"internal\"",
+                ),
+        )
+        .unwrap();
+        assert!(
+            btrfs.cases().iter().all(|c| c.array.bitmap == Bitmap::None),
+            "btrfs has no md bitmap"
+        );
+    }
+
+    #[test]
+    fn real_devices_of_unknown_size_defer_the_size_check() {
+        let p = parse(
+            "name = \"h\"\n[disks]\ndevices = [\"/dev/a\", \"/dev/b\", \"/dev/c\"]\n[arrays]\nlevel = \"raid5\"\n[workloads]\nrw = \"randread\"\nsize = \"100t\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.cases().len(), 1);
+        assert_eq!(p.disks.count, 3);
+    }
+
+    #[test]
+    fn too_big_a_file_is_refused() {
+        let e = parse(&SEED_2013.replace("\"10g\"", "\"10t\"")).unwrap_err();
+        assert_eq!(e.field, "workloads.size");
+        assert!(e.message.contains("holds only"), "{e}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_gives_a_plan_or_an_error(s in "[\\[\\]a-z0-9=\" \n.,_-]{0,200}") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn expansion_is_the_cross_product(nl in 1usize..4, nc in 1usize..4, nr in 1usize..5, nq in 1usize..4) {
+            let levels = ["raid0", "raid5", "raid6"][..nl].iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(",");
+            let chunks = ["64k", "128k", "256k"][..nc].iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
+            let rws = ["read", "write", "randread", "randwrite"][..nr].iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
+            let qds = [1, 4, 32][..nq].iter().map(|q| q.to_string()).collect::<Vec<_>>().join(",");
+            let text = format!("name = \"x\"\n[disks]\ncount = 6\nmodel = \"hdd-7200\"\n[arrays]\nlevel = [{levels}]\nchunk = [{chunks}]\n[workloads]\nrw = [{rws}]\niodepth = [{qds}]\n");
+            let p = parse(&text).unwrap();
+            proptest::prop_assert_eq!(p.cases().len(), nl * nc * nr * nq);
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Reading TOML with positions: known keys, tables, strings, scalars or lists parsed
+//! with `FromStr`, each value kept with its span so that every error names its line.
+
+use super::*;
+use std::str::FromStr;
+
+impl<'a> Cx<'a> {
+    pub(super) fn known_keys(
+        &self,
+        t: &Table,
+        prefix: &str,
+        known: &[&str],
+    ) -> Result<(), PlanError> {
+        for (k, item) in t.iter() {
+            if !known.contains(&k) {
+                let field = if prefix.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                let span = t.key(k).and_then(|key| key.span()).or_else(|| item.span());
+                return Err(self.err(
+                    span,
+                    &field,
+                    None,
+                    format!("unknown field; the fields here are: {}", known.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[x]` or `[[x]]`: one or more tables.
+    pub(super) fn tables(&self, root: &'a Table, name: &str) -> Result<Vec<&'a Table>, PlanError> {
+        match root.get(name) {
+            None => Err(self.err(
+                None,
+                name,
+                None,
+                format!("add a [{name}] table (see docs/plan.md)"),
+            )),
+            Some(Item::Table(t)) => Ok(vec![t]),
+            Some(Item::ArrayOfTables(a)) if !a.is_empty() => Ok(a.iter().collect()),
+            Some(other) => Err(self.err(
+                other.span(),
+                name,
+                None,
+                format!("must be a table [{name}] or tables [[{name}]]"),
+            )),
+        }
+    }
+
+    pub(super) fn table(&self, f: Field<'a>) -> Result<&'a Table, PlanError> {
+        f.item.as_table().ok_or_else(|| {
+            self.err(
+                f.item.span(),
+                f.path,
+                None,
+                format!("must be a table: write [{}] on its own line", f.path),
+            )
+        })
+    }
+
+    pub(super) fn string(&self, f: Field<'_>) -> Result<String, PlanError> {
+        match f.item.as_str() {
+            Some(s) => Ok(s.to_string()),
+            None => Err(self.err(
+                f.item.span(),
+                f.path,
+                Some(show(f.item)),
+                "must be a string in quotes",
+            )),
+        }
+    }
+
+    /// A scalar or a list of scalars, as (text, span) pairs. Integers are given as text,
+    /// except where the field takes words or paths (`text_only`): `level = 5` is no level.
+    pub(super) fn list(&self, f: Field<'_>, text_only: bool) -> Result<Vec<At<String>>, PlanError> {
+        let one = |v: &Value| -> Result<At<String>, PlanError> {
+            match v {
+                Value::String(s) => Ok((s.value().clone(), v.span())),
+                Value::Integer(_) | Value::Boolean(_) if text_only => {
+                    let shown = v.to_string().trim().to_string();
+                    Err(self.err(
+                        v.span(),
+                        f.path,
+                        Some(shown.clone()),
+                        format!(
+                            "must be text in quotes: write \"{shown}\" if that is what you mean"
+                        ),
+                    ))
+                }
+                Value::Integer(i) => Ok((i.value().to_string(), v.span())),
+                Value::Boolean(b) => Ok((b.value().to_string(), v.span())),
+                _ => Err(self.err(
+                    v.span(),
+                    f.path,
+                    Some(v.to_string().trim().to_string()),
+                    "must be a string, a number, or a list of them",
+                )),
+            }
+        };
+        match f.item {
+            Item::Value(Value::Array(a)) => a.iter().map(one).collect(),
+            Item::Value(v) => Ok(vec![one(v)?]),
+            _ => Err(self.err(
+                f.item.span(),
+                f.path,
+                None,
+                "must be a value or a list, not a table",
+            )),
+        }
+    }
+
+    /// Parse every element of a list field with `FromStr`, reporting the bad one.
+    pub(super) fn parsed<T: PlanValue>(
+        &self,
+        f: Field<'_>,
+        what: &str,
+    ) -> Result<Vec<At<T>>, PlanError>
+    where
+        T::Err: fmt::Display,
+    {
+        let mut out = Vec::new();
+        for (s, span) in self.list(f, T::TEXT_ONLY)? {
+            match s.parse::<T>() {
+                Ok(v) => out.push((v, span)),
+                Err(e) => {
+                    return Err(self.err(
+                        span,
+                        f.path,
+                        Some(format!("{s:?}")),
+                        format!("not a valid {what}: {e}"),
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn single<T: PlanValue>(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<Option<At<T>>, PlanError>
+    where
+        T::Err: fmt::Display,
+    {
+        let Some(item) = t.get(key) else {
+            return Ok(None);
+        };
+        let path = format!("{prefix}.{key}");
+        let mut v = self.parsed::<T>(Field { path: &path, item }, what)?;
+        if v.len() != 1 {
+            return Err(self.err(
+                item.span(),
+                &path,
+                Some(show(item)),
+                "takes one value, not a list",
+            ));
+        }
+        Ok(v.pop())
+    }
+
+    pub(super) fn many<T: PlanValue>(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<Vec<At<T>>, PlanError>
+    where
+        T::Err: fmt::Display,
+    {
+        match t.get(key) {
+            None => Ok(vec![]),
+            Some(item) => self.parsed(
+                Field {
+                    path: &format!("{prefix}.{key}"),
+                    item,
+                },
+                what,
+            ),
+        }
+    }
+}
+
+/// What a plan field's type takes from TOML: words and paths only as quoted text, numbers
+/// (counts, sizes, durations) as TOML numbers or text.
+pub(super) trait PlanValue: FromStr {
+    const TEXT_ONLY: bool;
+}
+
+macro_rules! plan_values {
+    ($text:expr => $($t:ty),+) => { $(impl PlanValue for $t { const TEXT_ONLY: bool = $text; })+ };
+}
+plan_values!(true => String, Engine, Level, Layout, Rw, FsName, WcName, BitmapName, ResyncName);
+plan_values!(false => u8, u32, u64, bool, Bytes, Nanos);
+
+macro_rules! word_enum {
+    ($name:ident, $inner:ty, $help:expr, { $($word:expr => $val:expr),+ $(,)? }) => {
+        pub(super) struct $name(pub(super) $inner);
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.to_ascii_lowercase().as_str() {
+                    $($word => Ok($name($val)),)+
+                    _ => Err($help.to_string()),
+                }
+            }
+        }
+    };
+}
+
+word_enum!(FsName, Filesystem, "use xfs, ext4, btrfs or none", {
+    "xfs" => Filesystem::Xfs, "ext4" => Filesystem::Ext4, "btrfs" => Filesystem::Btrfs, "none" => Filesystem::None, "raw" => Filesystem::None,
+});
+word_enum!(WcName, WriteCache, "use off, on or keep", {
+    "off" => WriteCache::Off, "on" => WriteCache::On, "keep" => WriteCache::Keep,
+});
+word_enum!(BitmapName, Bitmap, "use none or internal", {
+    "none" => Bitmap::None, "internal" => Bitmap::Internal,
+});
+word_enum!(ResyncName, Resync, "use wait, assume-clean or during", {
+    "wait" => Resync::Wait, "assume-clean" => Resync::AssumeClean, "during" => Resync::During,
+});

@@ -1,0 +1,346 @@
+//! The plan's top level and its `[disks]` and `[run]` sections, field by field.
+
+use super::*;
+
+impl<'a> Cx<'a> {
+    pub(super) fn plan(&self, root: &Table) -> Result<Plan, PlanError> {
+        self.known_keys(
+            root,
+            "",
+            &["name", "description", "disks", "arrays", "workloads", "run"],
+        )?;
+        let name = match root.get("name") {
+            Some(item) => self.string(Field { path: "name", item })?,
+            None => {
+                return Err(self.err(
+                    None,
+                    "name",
+                    None,
+                    "the plan needs a name, e.g. name = \"my-array-test\"",
+                ));
+            }
+        };
+        if name.trim().is_empty()
+            || name.contains('/')
+            || name.chars().any(char::is_control)
+            || name == "."
+            || name == ".."
+        {
+            return Err(self.err(
+                root.get("name").and_then(|i| i.span()),
+                "name",
+                Some(format!("{name:?}")),
+                "use a non-empty name without `/` or control characters, not `.` or `..`: it names the results directory",
+            ));
+        }
+        let description = root
+            .get("description")
+            .map(|item| {
+                self.string(Field {
+                    path: "description",
+                    item,
+                })
+            })
+            .transpose()?;
+
+        let disks_item = root.get("disks").ok_or_else(|| {
+            self.err(
+                None,
+                "disks",
+                None,
+                "add a [disks] table, e.g. [disks] count = 4, model = \"hdd-7200\"",
+            )
+        })?;
+        let disks_table = self.table(Field {
+            path: "disks",
+            item: disks_item,
+        })?;
+        let disks = self.disks(disks_table)?;
+        let member_size = self.member_size(&disks, disks_table)?;
+
+        let run = match root.get("run") {
+            Some(item) => self.run(self.table(Field { path: "run", item })?)?,
+            None => RunOptions {
+                repeat: 1,
+                seed: 1,
+                target: None,
+            },
+        };
+
+        let arrays = self.tables(root, "arrays")?;
+        let workloads = self.tables(root, "workloads")?;
+
+        let mut array_specs = Vec::new();
+        for (i, t) in arrays.iter().enumerate() {
+            let prefix = indexed("arrays", i, arrays.len());
+            array_specs.extend(self.array_matrix(t, &prefix, disks.count)?);
+        }
+        let mut workload_list = Vec::new();
+        for (i, t) in workloads.iter().enumerate() {
+            let prefix = indexed("workloads", i, workloads.len());
+            workload_list.extend(self.workload_matrix(t, &prefix)?);
+        }
+
+        let mut cases = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (array, array_span) in &array_specs {
+            // Devices of unknown size (host target): the target checks when it probes them.
+            let sizes = member_size.map(|m| (m, usable_bytes(array, m)));
+            for (w, w_span) in &workload_list {
+                if let Some((member, usable)) = sizes.filter(|(_, u)| w.offset + w.size > *u) {
+                    return Err(self.err(
+                        w_span.clone().or(array_span.clone()),
+                        "workloads.size",
+                        Some(format!("\"{}\"", w.size.to_fio())),
+                        format!(
+                            "{} on {} × {} holds only {} (members of {}); make size + offset smaller or the disks (or span) larger",
+                            array.label(),
+                            array.disks,
+                            disks.model.as_deref().unwrap_or("disks"),
+                            usable,
+                            member
+                        ),
+                    ));
+                }
+                let case = Case::new(array.clone(), disks.without_count(array.disks), w.clone());
+                if seen.insert(case.id.clone()) {
+                    cases.push(case);
+                }
+            }
+        }
+        Ok(Plan {
+            name,
+            description,
+            source: self.path.to_path_buf(),
+            disks,
+            run,
+            cases,
+            text: self.text.to_string(),
+        })
+    }
+
+    pub(super) fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
+        self.known_keys(
+            t,
+            "disks",
+            &[
+                "count",
+                "model",
+                "capacity",
+                "span",
+                "devices",
+                "params",
+                "host_queue",
+            ],
+        )?;
+        let devices = self.many::<String>(t, "disks", "devices", "device path")?;
+        if let Some((d, span)) = devices.iter().find(|(d, _)| !d.starts_with('/')) {
+            return Err(self.err(
+                span.clone(),
+                "disks.devices",
+                Some(format!("{d:?}")),
+                "device paths are absolute: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
+            ));
+        }
+        let devices: Vec<String> = devices.into_iter().map(|d| d.0).collect();
+        let count = match self.single::<u32>(t, "disks", "count", "disk count")? {
+            Some((c, span)) => {
+                if c == 0 || c > 256 {
+                    return Err(self.err(
+                        span,
+                        "disks.count",
+                        Some(c.to_string()),
+                        "use between 1 and 256 disks",
+                    ));
+                }
+                if !devices.is_empty() && devices.len() != c as usize {
+                    return Err(self.err(
+                        span,
+                        "disks.count",
+                        Some(c.to_string()),
+                        format!(
+                            "{} devices are listed; make count match or drop it",
+                            devices.len()
+                        ),
+                    ));
+                }
+                c
+            }
+            None if !devices.is_empty() => devices.len() as u32,
+            None => {
+                return Err(self.err(
+                    t.span(),
+                    "disks.count",
+                    None,
+                    "say how many disks, e.g. count = 4",
+                ))
+            }
+        };
+        let model = match self.single::<String>(t, "disks", "model", "disk model")? {
+            Some((m, span)) => {
+                if DiskModel::preset(&m).is_none() {
+                    return Err(self.err(
+                        span,
+                        "disks.model",
+                        Some(format!("{m:?}")),
+                        format!(
+                            "unknown disk model; use one of: {}",
+                            DiskModel::preset_names().join(", ")
+                        ),
+                    ));
+                }
+                Some(m)
+            }
+            None => None,
+        };
+        let capacity = self.single::<Bytes>(t, "disks", "capacity", "size")?;
+        let span = self.single::<Bytes>(t, "disks", "span", "size")?;
+        if let Some((c, s)) = &capacity {
+            if c.0 < Bytes::mib(64).0 {
+                return Err(self.err(
+                    s.clone(),
+                    "disks.capacity",
+                    Some(c.to_fio()),
+                    "a disk must hold at least 64m",
+                ));
+            }
+        }
+        let params = self.disk_params(t, model.as_deref(), capacity.as_ref().map(|c| c.0))?;
+        let host_queue = match self.single::<u32>(t, "disks", "host_queue", "command count")? {
+            Some((0, span)) => {
+                return Err(self.err(
+                    span,
+                    "disks.host_queue",
+                    Some("0".into()),
+                    "the host adapter takes at least one command; drop host_queue for disks on their own ports",
+                ))
+            }
+            other => other.map(|(n, _)| n),
+        };
+        let set = DiskSet {
+            count,
+            model,
+            capacity: capacity.map(|c| c.0),
+            span: span.map(|s| s.0),
+            devices,
+            params,
+            host_queue,
+        };
+        Ok(set)
+    }
+
+    /// `[disks.params]`: overrides of the model's figures, kept as written, checked against
+    /// the model (with the plan's capacity) they override.
+    pub(super) fn disk_params(
+        &self,
+        t: &Table,
+        model: Option<&str>,
+        capacity: Option<Bytes>,
+    ) -> Result<DiskParams, PlanError> {
+        let Some(item) = t.get("params") else {
+            return Ok(DiskParams::new());
+        };
+        let Some(table) = item.as_table_like() else {
+            return Err(self.err(
+                item.span(),
+                "disks.params",
+                None,
+                "use a table, e.g. [disks.params] queue_depth = 1",
+            ));
+        };
+        if model.is_none() && !table.is_empty() {
+            return Err(self.err(
+                item.span(),
+                "disks.params",
+                None,
+                "parameters override a disk model's figures; set disks.model too",
+            ));
+        }
+        let mut params = DiskParams::new();
+        for (k, v) in table.iter() {
+            let text = match v.as_value() {
+                Some(Value::String(s)) => s.value().clone(),
+                Some(Value::Integer(i)) => i.value().to_string(),
+                Some(Value::Float(f)) => f.value().to_string(),
+                _ => {
+                    return Err(self.err(
+                        v.span(),
+                        &format!("disks.params.{k}"),
+                        None,
+                        "use a number or a quoted value with its unit, e.g. \"9ms\" or \"64m\"",
+                    ))
+                }
+            };
+            params.insert(k.to_string(), text);
+        }
+        if let Some(m) = model {
+            let preset = DiskModel::preset(m).expect("disks.model was checked");
+            let preset = match capacity {
+                Some(c) => preset.with_capacity(c),
+                None => preset,
+            };
+            if let Err(e) = preset.with_params(&params) {
+                return Err(self.err(
+                    table.key(&e.key).and_then(|k| k.span()),
+                    &format!("disks.params.{}", e.key),
+                    Some(format!("{:?}", e.value)),
+                    e.why,
+                ));
+            }
+        }
+        Ok(params)
+    }
+
+    /// The bytes of each member an array may use: the span, else the capacity; `None`
+    /// for real devices of unknown size.
+    pub(super) fn member_size(
+        &self,
+        disks: &DiskSet,
+        t: &Table,
+    ) -> Result<Option<Bytes>, PlanError> {
+        let capacity = disks.capacity.or_else(|| {
+            disks
+                .model
+                .as_deref()
+                .and_then(DiskModel::preset)
+                .map(|m| m.capacity())
+        });
+        match (disks.span, capacity) {
+            (Some(s), Some(c)) if s > c => Err(self.err(
+                t.get("span").and_then(|i| i.span()),
+                "disks.span",
+                Some(s.to_fio()),
+                format!("is larger than the disk ({c}); use a span up to the capacity"),
+            )),
+            (Some(s), _) => Ok(Some(s)),
+            (None, c) => Ok(c),
+        }
+    }
+
+    pub(super) fn run(&self, t: &'a Table) -> Result<RunOptions, PlanError> {
+        self.known_keys(t, "run", &["repeat", "seed", "target"])?;
+        let repeat = match self.single::<u32>(t, "run", "repeat", "count")? {
+            Some((0, s)) => {
+                return Err(self.err(s, "run.repeat", Some("0".into()), "use 1 or more"))
+            }
+            Some((r, _)) => r,
+            None => 1,
+        };
+        let seed = self
+            .single::<u64>(t, "run", "seed", "number")?
+            .map(|s| s.0)
+            .unwrap_or(1);
+        let target = match self.single::<String>(t, "run", "target", "target")? {
+            Some((tg, s)) => Some(
+                tg.parse::<TargetKind>()
+                    .map_err(|e| self.err(s, "run.target", Some(format!("{tg:?}")), e))?,
+            ),
+            None => None,
+        };
+        Ok(RunOptions {
+            repeat,
+            seed,
+            target,
+        })
+    }
+}
