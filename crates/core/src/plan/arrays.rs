@@ -3,6 +3,35 @@
 
 use super::*;
 
+/// The fields of one `[arrays]` table as written, each value with its span.
+struct ArrayFields {
+    engine: Engine,
+    levels: Vec<At<Level>>,
+    layouts: Vec<At<Layout>>,
+    chunks: Vec<At<Bytes>>,
+    /// Member counts (the plan's disk count when the table names none).
+    counts: Vec<At<u32>>,
+    /// File systems (xfs on md, btrfs on btrfs when the table names none).
+    filesystems: Vec<At<Filesystem>>,
+    write_cache: WriteCache,
+    bitmap: Bitmap,
+    resync: Resync,
+    stripe_cache: Option<u32>,
+}
+
+const ARRAY_KEYS: [&str; 10] = [
+    "engine",
+    "level",
+    "layout",
+    "chunk",
+    "disks",
+    "filesystem",
+    "write_cache",
+    "bitmap",
+    "resync",
+    "stripe_cache",
+];
+
 impl<'a> Cx<'a> {
     pub(super) fn array_matrix(
         &self,
@@ -10,22 +39,43 @@ impl<'a> Cx<'a> {
         prefix: &str,
         plan_disks: u32,
     ) -> Result<Vec<At<ArraySpec>>, PlanError> {
-        self.known_keys(
-            t,
-            prefix,
-            &[
-                "engine",
-                "level",
-                "layout",
-                "chunk",
-                "disks",
-                "filesystem",
-                "write_cache",
-                "bitmap",
-                "resync",
-                "stripe_cache",
-            ],
-        )?;
+        self.known_keys(t, prefix, &ARRAY_KEYS)?;
+        let a = self.array_fields(t, prefix, plan_disks)?;
+        self.check_levels_and_layouts(&a, prefix)?;
+        self.check_chunks(&a, prefix)?;
+        self.check_filesystems_and_counts(&a, prefix, plan_disks)?;
+        let mut out = Vec::new();
+        for (level, level_span) in &a.levels {
+            for (n, n_span) in &a.counts {
+                let min = level.min_disks(a.engine);
+                if *n < min {
+                    let (span, field) = if n_span.is_some() {
+                        (n_span.clone(), "disks")
+                    } else {
+                        (level_span.clone(), "level")
+                    };
+                    return Err(self.err(span, &format!("{prefix}.{field}"), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
+                }
+                for layout in self.layouts_for(&a, *level, *n, prefix)? {
+                    for chunk in chunks_for(&a, *level) {
+                        for (fs, _) in &a.filesystems {
+                            let spec = spec(&a, *level, layout, chunk, *n, *fs);
+                            out.push((spec, level_span.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read every field of the table, with the defaults of those it leaves out.
+    fn array_fields(
+        &self,
+        t: &'a Table,
+        prefix: &str,
+        plan_disks: u32,
+    ) -> Result<ArrayFields, PlanError> {
         let (engine, _) = self
             .single::<Engine>(t, prefix, "engine", "engine")?
             .unwrap_or((Engine::Md, None));
@@ -62,8 +112,39 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
+        let mut filesystems: Vec<At<Filesystem>> =
+            filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
+        if filesystems.is_empty() {
+            let fs = if engine == Engine::Btrfs {
+                Filesystem::Btrfs
+            } else {
+                Filesystem::Xfs
+            };
+            filesystems.push((fs, None));
+        }
+        let counts = if disk_counts.is_empty() {
+            vec![(plan_disks, None)]
+        } else {
+            disk_counts
+        };
+        Ok(ArrayFields {
+            engine,
+            levels,
+            layouts,
+            chunks,
+            counts,
+            filesystems,
+            write_cache: write_cache.0,
+            bitmap: bitmap.0,
+            resync: resync.0,
+            stripe_cache: stripe_cache.map(|s| s.0),
+        })
+    }
 
-        for (level, span) in &levels {
+    /// Every level exists for the engine; every layout fits every level of the table.
+    fn check_levels_and_layouts(&self, a: &ArrayFields, prefix: &str) -> Result<(), PlanError> {
+        let engine = a.engine;
+        for (level, span) in &a.levels {
             if !level.supported_by(engine) {
                 return Err(self.err(
                     span.clone(),
@@ -73,7 +154,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        for (layout, span) in &layouts {
+        for (layout, span) in &a.layouts {
             if engine == Engine::Btrfs {
                 return Err(self.err(
                     span.clone(),
@@ -82,7 +163,7 @@ impl<'a> Cx<'a> {
                     "btrfs profiles have no layout; remove `layout`",
                 ));
             }
-            for (level, _) in &levels {
+            for (level, _) in &a.levels {
                 let fits = match level {
                     Level::Raid10 => layout.is_raid10(),
                     Level::Raid5 | Level::Raid6 => !layout.is_raid10(),
@@ -93,54 +174,62 @@ impl<'a> Cx<'a> {
                 }
             }
         }
-        if engine == Engine::Btrfs {
-            if let Some((c, span)) = chunks.first() {
-                return Err(self.err(
-                    span.clone(),
-                    &format!("{prefix}.chunk"),
-                    Some(format!("\"{}\"", c.to_fio())),
+        Ok(())
+    }
+
+    /// Chunks only where a level stripes in chunks, as md takes them.
+    fn check_chunks(&self, a: &ArrayFields, prefix: &str) -> Result<(), PlanError> {
+        let chunk_err = |c: &Bytes, span: &Option<Range<usize>>, msg: &str| {
+            self.err(
+                span.clone(),
+                &format!("{prefix}.chunk"),
+                Some(format!("\"{}\"", c.to_fio())),
+                msg,
+            )
+        };
+        if a.engine == Engine::Btrfs {
+            if let Some((c, span)) = a.chunks.first() {
+                return Err(chunk_err(
+                    c,
+                    span,
                     "btrfs has a fixed stripe size and no chunk option; remove `chunk`",
                 ));
             }
         }
-        if !chunks.is_empty() && !levels.iter().any(|(l, _)| l.has_chunk()) {
-            let (c, span) = &chunks[0];
-            return Err(self.err(
-                span.clone(),
-                &format!("{prefix}.chunk"),
-                Some(format!("\"{}\"", c.to_fio())),
+        if !a.chunks.is_empty() && !a.levels.iter().any(|(l, _)| l.has_chunk()) {
+            let (c, span) = &a.chunks[0];
+            return Err(chunk_err(
+                c,
+                span,
                 "none of these levels stripes in chunks; remove `chunk`",
             ));
         }
-        for (c, span) in &chunks {
+        for (c, span) in &a.chunks {
             if !c.is_power_of_two() || c.0 < 4096 {
-                return Err(self.err(
-                    span.clone(),
-                    &format!("{prefix}.chunk"),
-                    Some(format!("\"{}\"", c.to_fio())),
+                return Err(chunk_err(
+                    c,
+                    span,
                     "md needs a power of two of at least 4k, e.g. 64k, 512k, 1m",
                 ));
             }
         }
-        let mut filesystems: Vec<At<Filesystem>> =
-            filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
-        if filesystems.is_empty() {
-            filesystems.push((
-                if engine == Engine::Btrfs {
-                    Filesystem::Btrfs
-                } else {
-                    Filesystem::Xfs
-                },
-                None,
-            ));
-        }
-        for (fs, span) in &filesystems {
-            let ok = match engine {
+        Ok(())
+    }
+
+    /// File systems that fit the engine; member counts the plan has disks for.
+    fn check_filesystems_and_counts(
+        &self,
+        a: &ArrayFields,
+        prefix: &str,
+        plan_disks: u32,
+    ) -> Result<(), PlanError> {
+        for (fs, span) in &a.filesystems {
+            let ok = match a.engine {
                 Engine::Btrfs => *fs == Filesystem::Btrfs,
                 Engine::Md => *fs != Filesystem::Btrfs,
             };
             if !ok {
-                let fix = if engine == Engine::Btrfs {
+                let fix = if a.engine == Engine::Btrfs {
                     "btrfs makes its own file system; remove `filesystem` or set it to \"btrfs\""
                 } else {
                     "on md use xfs, ext4 or none; for btrfs RAID use engine = \"btrfs\""
@@ -153,12 +242,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let counts: Vec<At<u32>> = if disk_counts.is_empty() {
-            vec![(plan_disks, None)]
-        } else {
-            disk_counts
-        };
-        for (n, span) in &counts {
+        for (n, span) in &a.counts {
             if *n == 0 || *n > plan_disks {
                 return Err(self.err(
                     span.clone(),
@@ -168,94 +252,99 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
+        Ok(())
+    }
 
-        let mut out = Vec::new();
-        for (level, level_span) in &levels {
-            for (n, n_span) in &counts {
-                let min = level.min_disks(engine);
-                if *n < min {
-                    let (span, field) = if n_span.is_some() {
-                        (n_span.clone(), "disks")
-                    } else {
-                        (level_span.clone(), "level")
-                    };
-                    return Err(self.err(span, &format!("{prefix}.{field}"), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
-                }
-                let layouts_here: Vec<Option<Layout>> = if layouts.is_empty()
-                    || level.default_layout().is_none()
-                    || engine == Engine::Btrfs
-                {
-                    vec![if engine == Engine::Md {
-                        level.default_layout()
-                    } else {
-                        None
-                    }]
-                } else {
-                    layouts.iter().map(|(l, _)| Some(*l)).collect()
-                };
-                for layout in layouts_here {
-                    if let Some(copies) = layout.and_then(Layout::copies) {
-                        if copies as u32 > *n {
-                            let span = layouts
-                                .iter()
-                                .find(|(l, _)| Some(*l) == layout)
-                                .and_then(|(_, s)| s.clone());
-                            return Err(self.err(span, &format!("{prefix}.layout"), Some(format!("\"{}\"", layout.unwrap())), format!("{copies} copies need at least {copies} disks and this array has {n}")));
-                        }
-                    }
-                    let chunk_list: Vec<Option<Bytes>> =
-                        if engine == Engine::Btrfs || !level.has_chunk() {
-                            vec![None]
-                        } else if chunks.is_empty() {
-                            vec![Some(Bytes::kib(512))]
-                        } else {
-                            chunks.iter().map(|(c, _)| Some(*c)).collect()
-                        };
-                    for chunk in chunk_list {
-                        for (fs, _) in &filesystems {
-                            out.push((
-                                ArraySpec {
-                                    engine,
-                                    level: *level,
-                                    layout,
-                                    chunk,
-                                    disks: if *level == Level::Single { 1 } else { *n },
-                                    filesystem: *fs,
-                                    write_cache: write_cache.0,
-                                    bitmap: if engine == Engine::Md
-                                        && (level.has_chunk() || *level == Level::Raid1)
-                                    {
-                                        bitmap.0
-                                    } else {
-                                        Bitmap::None
-                                    },
-                                    resync: if engine == Engine::Md
-                                        && *level != Level::Single
-                                        && *level != Level::Raid0
-                                    {
-                                        resync.0
-                                    } else {
-                                        Resync::AssumeClean
-                                    },
-                                    stripe_cache: match level {
-                                        Level::Raid5 | Level::Raid6 if engine == Engine::Md => {
-                                            Some(
-                                                stripe_cache
-                                                    .as_ref()
-                                                    .map(|s| s.0)
-                                                    .unwrap_or(DEFAULT_STRIPE_CACHE),
-                                            )
-                                        }
-                                        _ => None,
-                                    },
-                                },
-                                level_span.clone(),
-                            ));
-                        }
-                    }
+    /// The layouts a level takes on `n` members: the table's, or md's default for the
+    /// level; a layout with more copies than members is refused.
+    fn layouts_for(
+        &self,
+        a: &ArrayFields,
+        level: Level,
+        n: u32,
+        prefix: &str,
+    ) -> Result<Vec<Option<Layout>>, PlanError> {
+        let engine = a.engine;
+        let layouts: Vec<Option<Layout>> = if a.layouts.is_empty()
+            || level.default_layout().is_none()
+            || engine == Engine::Btrfs
+        {
+            vec![if engine == Engine::Md {
+                level.default_layout()
+            } else {
+                None
+            }]
+        } else {
+            a.layouts.iter().map(|(l, _)| Some(*l)).collect()
+        };
+        for layout in &layouts {
+            if let Some(copies) = layout.and_then(Layout::copies) {
+                if copies as u32 > n {
+                    let span = a
+                        .layouts
+                        .iter()
+                        .find(|(l, _)| Some(*l) == *layout)
+                        .and_then(|(_, s)| s.clone());
+                    return Err(self.err(
+                        span,
+                        &format!("{prefix}.layout"),
+                        Some(format!("\"{}\"", layout.unwrap())),
+                        format!(
+                            "{copies} copies need at least {copies} disks and this array has {n}"
+                        ),
+                    ));
                 }
             }
         }
-        Ok(out)
+        Ok(layouts)
+    }
+}
+
+/// The chunks a level takes: the table's, md's 512 KiB, or none (btrfs, unstriped levels).
+fn chunks_for(a: &ArrayFields, level: Level) -> Vec<Option<Bytes>> {
+    if a.engine == Engine::Btrfs || !level.has_chunk() {
+        vec![None]
+    } else if a.chunks.is_empty() {
+        vec![Some(Bytes::kib(512))]
+    } else {
+        a.chunks.iter().map(|(c, _)| Some(*c)).collect()
+    }
+}
+
+/// One array of the matrix, with what the level and engine make of the table's settings
+/// (no bitmap where md has none, no resync without redundancy, a stripe cache on raid5/6).
+fn spec(
+    a: &ArrayFields,
+    level: Level,
+    layout: Option<Layout>,
+    chunk: Option<Bytes>,
+    n: u32,
+    filesystem: Filesystem,
+) -> ArraySpec {
+    let md = a.engine == Engine::Md;
+    ArraySpec {
+        engine: a.engine,
+        level,
+        layout,
+        chunk,
+        disks: if level == Level::Single { 1 } else { n },
+        filesystem,
+        write_cache: a.write_cache,
+        bitmap: if md && (level.has_chunk() || level == Level::Raid1) {
+            a.bitmap
+        } else {
+            Bitmap::None
+        },
+        resync: if md && level != Level::Single && level != Level::Raid0 {
+            a.resync
+        } else {
+            Resync::AssumeClean
+        },
+        stripe_cache: match level {
+            Level::Raid5 | Level::Raid6 if md => {
+                Some(a.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE))
+            }
+            _ => None,
+        },
     }
 }

@@ -85,47 +85,9 @@ impl<'a> Cx<'a> {
                 "a percentage: 0 to 100",
             ));
         }
-        for (bs, span) in &bss {
-            if bs.0 < 512 || !bs.0.is_multiple_of(512) {
-                return Err(self.err(
-                    span.clone(),
-                    &format!("{prefix}.bs"),
-                    Some(format!("\"{}\"", bs.to_fio())),
-                    "use a multiple of 512 bytes, e.g. 4k or 1m",
-                ));
-            }
-            if *bs > size {
-                return Err(self.err(
-                    size_span.clone(),
-                    &format!("{prefix}.size"),
-                    Some(format!("\"{}\"", size.to_fio())),
-                    format!(
-                        "smaller than the block size {}; make size larger",
-                        bs.to_fio()
-                    ),
-                ));
-            }
-        }
-        for (d, span) in &depths {
-            if *d == 0 || *d > 65536 {
-                return Err(self.err(
-                    span.clone(),
-                    &format!("{prefix}.iodepth"),
-                    Some(d.to_string()),
-                    "use 1 to 65536",
-                ));
-            }
-        }
-        for (j, span) in &jobs {
-            if *j == 0 || *j > 1024 {
-                return Err(self.err(
-                    span.clone(),
-                    &format!("{prefix}.numjobs"),
-                    Some(j.to_string()),
-                    "use 1 to 1024",
-                ));
-            }
-        }
+        self.check_block_sizes(prefix, &bss, size, &size_span)?;
+        self.check_count(prefix, "iodepth", &depths, 65536)?;
+        self.check_count(prefix, "numjobs", &jobs, 1024)?;
         let mut out = Vec::new();
         for (rw, rw_span) in &rws {
             for (bs, _) in &bss {
@@ -156,5 +118,58 @@ impl<'a> Cx<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// Block sizes fio takes (multiples of 512 bytes) that fit in the test region.
+    fn check_block_sizes(
+        &self,
+        prefix: &str,
+        bss: &[At<Bytes>],
+        size: Bytes,
+        size_span: &Option<Range<usize>>,
+    ) -> Result<(), PlanError> {
+        for (bs, span) in bss {
+            if bs.0 < 512 || !bs.0.is_multiple_of(512) {
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.bs"),
+                    Some(format!("\"{}\"", bs.to_fio())),
+                    "use a multiple of 512 bytes, e.g. 4k or 1m",
+                ));
+            }
+            if *bs > size {
+                return Err(self.err(
+                    size_span.clone(),
+                    &format!("{prefix}.size"),
+                    Some(format!("\"{}\"", size.to_fio())),
+                    format!(
+                        "smaller than the block size {}; make size larger",
+                        bs.to_fio()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A count field (`iodepth`, `numjobs`) from 1 to `max`.
+    fn check_count(
+        &self,
+        prefix: &str,
+        key: &str,
+        values: &[At<u32>],
+        max: u32,
+    ) -> Result<(), PlanError> {
+        for (v, span) in values {
+            if *v == 0 || *v > max {
+                return Err(self.err(
+                    span.clone(),
+                    &format!("{prefix}.{key}"),
+                    Some(v.to_string()),
+                    format!("use 1 to {max}"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
