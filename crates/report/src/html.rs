@@ -131,66 +131,7 @@ pub fn render_report(rep: &Report) -> String {
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
-        let series: [Series; 8] = [
-            ("read IOPS", "IOPS", |r| r.read_iops),
-            ("write IOPS", "IOPS", |r| r.write_iops),
-            ("read bandwidth", "MiB/s", |r| r.read_bw_mib_s),
-            ("write bandwidth", "MiB/s", |r| r.write_bw_mib_s),
-            ("read latency (mean)", "ms", |r| r.read_lat_mean_ms),
-            ("write latency (mean)", "ms", |r| r.write_lat_mean_ms),
-            ("read latency (p99)", "ms", |r| r.read_lat_p99_ms),
-            ("write latency (p99)", "ms", |r| r.write_lat_p99_ms),
-        ];
-        for (name, unit, get) in series {
-            // Whiskers: the repetitions' IOPS range, where it is this direction's alone.
-            let spread = |r: &Row| {
-                let one_direction = r.read_iops.is_none() || r.write_iops.is_none();
-                (unit == "IOPS" && r.repetitions > 1 && one_direction)
-                    .then_some(r.iops_min.zip(r.iops_max))
-                    .flatten()
-            };
-            let bars: Vec<Bar> = rs
-                .iter()
-                .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
-                .collect();
-            if !bars.is_empty() {
-                s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
-            }
-        }
-        let cost: Vec<Bar> = rs
-            .iter()
-            .filter_map(|r| {
-                r.member_ios_per_io
-                    .map(|v| (r.array_label.clone(), v, None))
-            })
-            .collect();
-        if !cost.is_empty() {
-            s.push_str(&bar_chart(
-                "chart member-cost",
-                &format!("{key}: member I/Os per fio I/O"),
-                "I/Os",
-                &cost,
-            ));
-        }
-        let (_, unit) = headline(rs[0]);
-        let items: Vec<(String, f64, Option<f64>)> = rs
-            .iter()
-            .map(|r| {
-                let expected = if unit == "IOPS" {
-                    r.expected_iops
-                } else {
-                    r.expected_bw_mib_s
-                };
-                (r.array_label.clone(), headline(r).0, expected)
-            })
-            .collect();
-        if items.iter().any(|i| i.2.is_some()) {
-            s.push_str(&model_chart(
-                &format!("{key}: measured vs model"),
-                unit,
-                &items,
-            ));
-        }
+        workload_charts(&mut s, key, rs);
         s.push_str("</div>");
     }
 
@@ -210,6 +151,78 @@ pub fn render_report(rep: &Report) -> String {
     }
     cases(&mut s, rows, rep.details);
 
+    all_cases(&mut s, rows);
+    s.push_str("</table></body></html>\n");
+    s
+}
+
+/// One workload's charts: a bar chart per figure and direction, the member I/Os per fio
+/// I/O, and measured against the model.
+fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
+    let series: [Series; 8] = [
+        ("read IOPS", "IOPS", |r| r.read_iops),
+        ("write IOPS", "IOPS", |r| r.write_iops),
+        ("read bandwidth", "MiB/s", |r| r.read_bw_mib_s),
+        ("write bandwidth", "MiB/s", |r| r.write_bw_mib_s),
+        ("read latency (mean)", "ms", |r| r.read_lat_mean_ms),
+        ("write latency (mean)", "ms", |r| r.write_lat_mean_ms),
+        ("read latency (p99)", "ms", |r| r.read_lat_p99_ms),
+        ("write latency (p99)", "ms", |r| r.write_lat_p99_ms),
+    ];
+    for (name, unit, get) in series {
+        // Whiskers: the repetitions' IOPS range, where it is this direction's alone.
+        let spread = |r: &Row| {
+            let one_direction = r.read_iops.is_none() || r.write_iops.is_none();
+            (unit == "IOPS" && r.repetitions > 1 && one_direction)
+                .then_some(r.iops_min.zip(r.iops_max))
+                .flatten()
+        };
+        let bars: Vec<Bar> = rs
+            .iter()
+            .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
+            .collect();
+        if !bars.is_empty() {
+            s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
+        }
+    }
+    let cost: Vec<Bar> = rs
+        .iter()
+        .filter_map(|r| {
+            r.member_ios_per_io
+                .map(|v| (r.array_label.clone(), v, None))
+        })
+        .collect();
+    if !cost.is_empty() {
+        s.push_str(&bar_chart(
+            "chart member-cost",
+            &format!("{key}: member I/Os per fio I/O"),
+            "I/Os",
+            &cost,
+        ));
+    }
+    let (_, unit) = headline(rs[0]);
+    let items: Vec<(String, f64, Option<f64>)> = rs
+        .iter()
+        .map(|r| {
+            let expected = if unit == "IOPS" {
+                r.expected_iops
+            } else {
+                r.expected_bw_mib_s
+            };
+            (r.array_label.clone(), headline(r).0, expected)
+        })
+        .collect();
+    if items.iter().any(|i| i.2.is_some()) {
+        s.push_str(&model_chart(
+            &format!("{key}: measured vs model"),
+            unit,
+            &items,
+        ));
+    }
+}
+
+/// The table of every case, as the exports have it.
+fn all_cases(s: &mut String, rows: &[Row]) {
     s.push_str("<h2>All cases</h2><table><tr>");
     for h in TABLE_HEADINGS {
         let _ = write!(s, "<th>{h}</th>");
@@ -226,8 +239,6 @@ pub fn render_report(rep: &Report) -> String {
         }
         s.push_str("</tr>");
     }
-    s.push_str("</table></body></html>\n");
-    s
 }
 
 /// Which layout wins each workload, what it costs in capacity, how it compares with the
