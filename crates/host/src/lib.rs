@@ -331,6 +331,30 @@ impl HostTarget {
     }
 }
 
+/// md's `stripe_cache_size` of the array raidlab built.
+fn set_stripe_cache(pages: u32) -> Result<(), String> {
+    let md = std::fs::canonicalize(script::MD).map_err(|e| format!("{}: {e}", script::MD))?;
+    let name = md
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let p = format!("/sys/block/{name}/md/stripe_cache_size");
+    std::fs::write(&p, pages.to_string()).map_err(|e| format!("{p}: {e}"))
+}
+
+/// Write a case's fio job. The job names the array by its node, not mdadm's link: fio
+/// finds a device's statistics (its disk_util) with lstat(), which stops at a link.
+fn write_job_file(path: &str, text: &str) -> Result<(), String> {
+    let text = match std::fs::canonicalize(script::MD) {
+        Ok(node) if text.contains(script::MD) => {
+            text.replace(script::MD, &node.display().to_string())
+        }
+        _ => text.to_string(),
+    };
+    std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
 /// fio's per-second logs in a case's work directory, by the names results keep them under.
 fn fio_logs(work: &Path) -> Vec<(String, Vec<u8>)> {
     [
@@ -444,28 +468,8 @@ impl HostTarget {
                     }
                 }
             }
-            Action::StripeCache { pages } => {
-                let md = std::fs::canonicalize(script::MD)
-                    .map_err(|e| format!("{}: {e}", script::MD))?;
-                let name = md
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                let p = format!("/sys/block/{name}/md/stripe_cache_size");
-                std::fs::write(&p, pages.to_string()).map_err(|e| format!("{p}: {e}"))?;
-            }
-            Action::WriteFile { path, text } => {
-                // The job names the array by its node, not mdadm's link: fio finds a
-                // device's statistics (its disk_util) with lstat(), which stops at a link.
-                let text = match std::fs::canonicalize(script::MD) {
-                    Ok(node) if text.contains(script::MD) => {
-                        text.replace(script::MD, &node.display().to_string())
-                    }
-                    _ => text.clone(),
-                };
-                std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))?;
-            }
+            Action::StripeCache { pages } => set_stripe_cache(*pages)?,
+            Action::WriteFile { path, text } => write_job_file(path, text)?,
         }
         r.commands.push(serde_json::json!({
             "phase": s.phase.name(),

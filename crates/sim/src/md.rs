@@ -2,7 +2,7 @@
 //! (`__raid10_find_phys`) and `raid5.c` (`raid5_compute_sector`, `handle_stripe_dirtying`).
 //!
 //! Pure functions from an array address to member addresses; the request path (queues,
-//! stripe cache, read balancing against live device state) lives in `engine.rs`.
+//! stripe cache, read balancing against live device state) lives in `engine/` (dispatch, stripes, background work).
 
 use raidlab_core::{ArraySpec, Layout, Level};
 
