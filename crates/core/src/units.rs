@@ -152,14 +152,17 @@ impl Serialize for Bytes {
     }
 }
 
+/// A unit written as a bare number or as text with its unit (`4096` or `"4k"`, `60` or
+/// `"60s"`), as plans and stored cases have them.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Raw {
+    Int(u64),
+    Str(String),
+}
+
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Int(u64),
-            Str(String),
-        }
         match Raw::deserialize(d)? {
             Raw::Int(n) => Ok(Bytes(n)),
             Raw::Str(s) => s.parse().map_err(serde::de::Error::custom),
@@ -325,12 +328,6 @@ impl Serialize for Nanos {
 
 impl<'de> Deserialize<'de> for Nanos {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Int(u64),
-            Str(String),
-        }
         match Raw::deserialize(d)? {
             Raw::Int(n) => n
                 .checked_mul(1_000_000_000)
