@@ -20,9 +20,10 @@ const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;mar
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:13px}\
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),th:nth-child(-n+4){text-align:left}\
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{width:520px;max-width:100%;border:1px solid #eee}\
-.ct{font-size:14px;text-anchor:middle;font-weight:600}.tick{font-size:11px;text-anchor:end;fill:#555}\
-.unit{font-size:11px;text-anchor:middle;fill:#444}.val{font-size:11px;text-anchor:middle}.lbl{font-size:11px}.lbl.x{text-anchor:middle}\
-.grid{stroke:#eee}.c0{fill:#4e79a7}.c1{fill:#f28e2b}.c2{fill:#e15759}.c3{fill:#76b7b2}.c4{fill:#59a14f}\
+.ct{font-size:14px;text-anchor:middle;font-weight:600}.tick{font-size:12px;text-anchor:end;fill:#555}\
+.xtick{font-size:12px;text-anchor:middle;fill:#555}.xl{font-size:12px;text-anchor:middle}.lgd{font-size:12px}\
+.unit{font-size:12px;text-anchor:middle;fill:#444}.val{font-size:11px;text-anchor:middle}.lbl{font-size:11px}\
+.grid,.xgrid{stroke:#e4e4e4}.c0{fill:#4e79a7}.c1{fill:#f28e2b}.c2{fill:#e15759}.c3{fill:#76b7b2}.c4{fill:#59a14f}\
 .c5{fill:#edc948}.c6{fill:#b07aa1}.c7{fill:#ff9da7}.note{color:#555}.model{stroke:#000;stroke-width:3}\
 .share,.over-time{width:520px;max-width:100%}pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:12px}\
 .anom{color:#a33}details{margin:.4em 0}summary{cursor:pointer}@media print{.chart{width:48%}h2{break-before:auto}}";
