@@ -388,45 +388,38 @@ impl<'de> Deserialize<'de> for Layout {
     }
 }
 
-impl fmt::Display for Filesystem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Filesystem::Xfs => "xfs",
-            Filesystem::Ext4 => "ext4",
-            Filesystem::Btrfs => "btrfs",
-            Filesystem::None => "none",
-        })
-    }
+/// The words of a settings enum, defined once for parsing (plans, flags) and display
+/// (labels, exports, scripts): `variant => "word"`, then extra words it also accepts, and
+/// the advice an unknown word gets.
+macro_rules! words {
+    ($t:ident, $help:expr, { $($v:ident => $w:expr),+ $(,)? } $(, also { $($a:expr => $av:ident),* $(,)? })?) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self { $($t::$v => $w,)+ })
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.to_ascii_lowercase().as_str() {
+                    $($w => Ok($t::$v),)+
+                    $($($a => Ok($t::$av),)*)?
+                    _ => Err($help.to_string()),
+                }
+            }
+        }
+    };
 }
 
-impl fmt::Display for WriteCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            WriteCache::Off => "off",
-            WriteCache::On => "on",
-            WriteCache::Keep => "keep",
-        })
-    }
-}
-
-impl fmt::Display for Resync {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Resync::Wait => "wait",
-            Resync::AssumeClean => "assume-clean",
-            Resync::During => "during",
-        })
-    }
-}
-
-impl fmt::Display for Bitmap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Bitmap::None => "none",
-            Bitmap::Internal => "internal",
-        })
-    }
-}
+words!(Filesystem, "use xfs, ext4, btrfs or none", {
+    Xfs => "xfs", Ext4 => "ext4", Btrfs => "btrfs", None => "none",
+}, also { "raw" => None });
+words!(WriteCache, "use off, on or keep", { Off => "off", On => "on", Keep => "keep" });
+words!(Resync, "use wait, assume-clean or during", {
+    Wait => "wait", AssumeClean => "assume-clean", During => "during",
+});
+words!(Bitmap, "use none or internal", { None => "none", Internal => "internal" });
 
 #[cfg(test)]
 mod tests {

@@ -91,16 +91,16 @@ impl<'a> Cx<'a> {
         let layouts = self.many::<Layout>(t, prefix, "layout", "layout")?;
         let chunks = self.many::<Bytes>(t, prefix, "chunk", "chunk size")?;
         let disk_counts = self.many::<u32>(t, prefix, "disks", "disk count")?;
-        let filesystems = self.many::<FsName>(t, prefix, "filesystem", "file system")?;
+        let filesystems = self.many::<Filesystem>(t, prefix, "filesystem", "file system")?;
         let (write_cache, _) = self
-            .single::<WcName>(t, prefix, "write_cache", "write cache setting")?
-            .unwrap_or((WcName(WriteCache::Keep), None));
+            .single::<WriteCache>(t, prefix, "write_cache", "write cache setting")?
+            .unwrap_or((WriteCache::Keep, None));
         let (bitmap, _) = self
-            .single::<BitmapName>(t, prefix, "bitmap", "bitmap setting")?
-            .unwrap_or((BitmapName(Bitmap::None), None));
+            .single::<Bitmap>(t, prefix, "bitmap", "bitmap setting")?
+            .unwrap_or((Bitmap::None, None));
         let (resync, _) = self
-            .single::<ResyncName>(t, prefix, "resync", "resync policy")?
-            .unwrap_or((ResyncName(Resync::Wait), None));
+            .single::<Resync>(t, prefix, "resync", "resync policy")?
+            .unwrap_or((Resync::Wait, None));
         let stripe_cache = self.single::<u32>(t, prefix, "stripe_cache", "page count")?;
         if let Some((n, s)) = &stripe_cache {
             if !(17..=32768).contains(n) {
@@ -112,8 +112,7 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let mut filesystems: Vec<At<Filesystem>> =
-            filesystems.into_iter().map(|(f, s)| (f.0, s)).collect();
+        let mut filesystems = filesystems;
         if filesystems.is_empty() {
             let fs = if engine == Engine::Btrfs {
                 Filesystem::Btrfs
@@ -134,9 +133,9 @@ impl<'a> Cx<'a> {
             chunks,
             counts,
             filesystems,
-            write_cache: write_cache.0,
-            bitmap: bitmap.0,
-            resync: resync.0,
+            write_cache,
+            bitmap,
+            resync,
             stripe_cache: stripe_cache.map(|s| s.0),
         })
     }

@@ -188,8 +188,6 @@ mod read;
 mod sections;
 mod workloads;
 
-use read::{BitmapName, FsName, ResyncName, WcName};
-
 impl<'a> Cx<'a> {
     pub(super) fn err(
         &self,

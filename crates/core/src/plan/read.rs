@@ -196,33 +196,5 @@ pub(super) trait PlanValue: FromStr {
 macro_rules! plan_values {
     ($text:expr => $($t:ty),+) => { $(impl PlanValue for $t { const TEXT_ONLY: bool = $text; })+ };
 }
-plan_values!(true => String, Engine, Level, Layout, Rw, FsName, WcName, BitmapName, ResyncName);
+plan_values!(true => String, Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync);
 plan_values!(false => u8, u32, u64, bool, Bytes, Nanos);
-
-macro_rules! word_enum {
-    ($name:ident, $inner:ty, $help:expr, { $($word:expr => $val:expr),+ $(,)? }) => {
-        pub(super) struct $name(pub(super) $inner);
-        impl FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s.to_ascii_lowercase().as_str() {
-                    $($word => Ok($name($val)),)+
-                    _ => Err($help.to_string()),
-                }
-            }
-        }
-    };
-}
-
-word_enum!(FsName, Filesystem, "use xfs, ext4, btrfs or none", {
-    "xfs" => Filesystem::Xfs, "ext4" => Filesystem::Ext4, "btrfs" => Filesystem::Btrfs, "none" => Filesystem::None, "raw" => Filesystem::None,
-});
-word_enum!(WcName, WriteCache, "use off, on or keep", {
-    "off" => WriteCache::Off, "on" => WriteCache::On, "keep" => WriteCache::Keep,
-});
-word_enum!(BitmapName, Bitmap, "use none or internal", {
-    "none" => Bitmap::None, "internal" => Bitmap::Internal,
-});
-word_enum!(ResyncName, Resync, "use wait, assume-clean or during", {
-    "wait" => Resync::Wait, "assume-clean" => Resync::AssumeClean, "during" => Resync::During,
-});
