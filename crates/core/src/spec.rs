@@ -197,25 +197,88 @@ impl ArraySpec {
     }
 }
 
-impl fmt::Display for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Engine::Md => "md",
-            Engine::Btrfs => "btrfs",
-        })
-    }
-}
-
-impl FromStr for Engine {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "md" | "mdadm" => Ok(Engine::Md),
-            "btrfs" => Ok(Engine::Btrfs),
-            _ => Err("use `md` or `btrfs`".into()),
+/// An enum's words, written once for plans, the command line and every display: `Display`
+/// writes the first word of each variant, `FromStr` takes any of them (in any case, after
+/// `$norm` when given) and answers `$help` otherwise.
+macro_rules! words {
+    ($t:ty, $help:expr, { $($v:path => $word:literal $(| $alias:literal)*),+ $(,)? }) => {
+        words!($t, |s: &str| s.to_ascii_lowercase(), $help, { $($v => $word $(| $alias)*),+ });
+    };
+    ($t:ty, $norm:expr, $help:expr, { $($v:path => $word:literal $(| $alias:literal)*),+ $(,)? }) => {
+        impl $t {
+            /// The word for this value in plans, on the command line and in results.
+            pub fn word(self) -> &'static str {
+                match self {
+                    $($v => $word,)+
+                }
+            }
         }
-    }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.word())
+            }
+        }
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                let norm: String = ($norm)(s);
+                match norm.as_str() {
+                    $($word $(| $alias)* => Ok($v),)+
+                    _ => Err($help.into()),
+                }
+            }
+        }
+    };
 }
+pub(crate) use words;
+
+words!(Engine, "use `md` or `btrfs`", {
+    Engine::Md => "md" | "mdadm",
+    Engine::Btrfs => "btrfs",
+});
+
+words!(
+    Level,
+    |s: &str| {
+        let norm = s.to_ascii_lowercase().replace(['-', '_', ' '], "");
+        norm.strip_prefix("level").unwrap_or(&norm).to_string()
+    },
+    "use one of single, raid0, raid1, raid10, raid5, raid6 (btrfs also raid1c3, raid1c4)",
+    {
+        Level::Single => "single" | "disk" | "jbod1",
+        Level::Raid0 => "raid0" | "0" | "stripe",
+        Level::Raid1 => "raid1" | "1" | "mirror",
+        Level::Raid10 => "raid10" | "10",
+        Level::Raid5 => "raid5" | "5",
+        Level::Raid6 => "raid6" | "6",
+        Level::Raid1c3 => "raid1c3",
+        Level::Raid1c4 => "raid1c4",
+    }
+);
+
+words!(Filesystem, "use xfs, ext4, btrfs or none", {
+    Filesystem::Xfs => "xfs",
+    Filesystem::Ext4 => "ext4",
+    Filesystem::Btrfs => "btrfs",
+    Filesystem::None => "none" | "raw",
+});
+
+words!(WriteCache, "use off, on or keep", {
+    WriteCache::Off => "off",
+    WriteCache::On => "on",
+    WriteCache::Keep => "keep",
+});
+
+words!(Bitmap, "use none or internal", {
+    Bitmap::None => "none",
+    Bitmap::Internal => "internal",
+});
+
+words!(Resync, "use wait, assume-clean or during", {
+    Resync::Wait => "wait",
+    Resync::AssumeClean => "assume-clean",
+    Resync::During => "during",
+});
 
 impl Level {
     pub const ALL: [Level; 8] = [
@@ -265,45 +328,6 @@ impl Level {
             Engine::Md => !matches!(self, Level::Raid1c3 | Level::Raid1c4),
             Engine::Btrfs => true,
         }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Level::Single => "single",
-            Level::Raid0 => "raid0",
-            Level::Raid1 => "raid1",
-            Level::Raid10 => "raid10",
-            Level::Raid5 => "raid5",
-            Level::Raid6 => "raid6",
-            Level::Raid1c3 => "raid1c3",
-            Level::Raid1c4 => "raid1c4",
-        })
-    }
-}
-
-impl FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let norm = s.to_ascii_lowercase().replace(['-', '_', ' '], "");
-        let norm = norm.strip_prefix("level").unwrap_or(&norm);
-        Ok(match norm {
-            "single" | "disk" | "jbod1" => Level::Single,
-            "raid0" | "0" | "stripe" => Level::Raid0,
-            "raid1" | "1" | "mirror" => Level::Raid1,
-            "raid10" | "10" => Level::Raid10,
-            "raid5" | "5" => Level::Raid5,
-            "raid6" | "6" => Level::Raid6,
-            "raid1c3" => Level::Raid1c3,
-            "raid1c4" => Level::Raid1c4,
-            _ => {
-                return Err(
-                    "use one of single, raid0, raid1, raid10, raid5, raid6 (btrfs also raid1c3, raid1c4)"
-                        .into(),
-                )
-            }
-        })
     }
 }
 
@@ -388,42 +412,42 @@ impl<'de> Deserialize<'de> for Layout {
     }
 }
 
-/// The words of a settings enum, defined once for parsing (plans, flags) and display
-/// (labels, exports, scripts): `variant => "word"`, then extra words it also accepts, and
-/// the advice an unknown word gets.
-macro_rules! words {
-    ($t:ident, $help:expr, { $($v:ident => $w:expr),+ $(,)? } $(, also { $($a:expr => $av:ident),* $(,)? })?) => {
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(match self { $($t::$v => $w,)+ })
-            }
-        }
-
-        impl FromStr for $t {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s.to_ascii_lowercase().as_str() {
-                    $($w => Ok($t::$v),)+
-                    $($($a => Ok($t::$av),)*)?
-                    _ => Err($help.to_string()),
-                }
-            }
-        }
-    };
-}
-
-words!(Filesystem, "use xfs, ext4, btrfs or none", {
-    Xfs => "xfs", Ext4 => "ext4", Btrfs => "btrfs", None => "none",
-}, also { "raw" => None });
-words!(WriteCache, "use off, on or keep", { Off => "off", On => "on", Keep => "keep" });
-words!(Resync, "use wait, assume-clean or during", {
-    Wait => "wait", AssumeClean => "assume-clean", During => "during",
-});
-words!(Bitmap, "use none or internal", { None => "none", Internal => "internal" });
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words are written once (`words!`); serde's names (`rename_all`) must agree, and
+    /// every word reads back as its value.
+    #[test]
+    fn words_parse_back_and_agree_with_serde() {
+        fn check<T: Copy + fmt::Display + FromStr + Serialize + PartialEq + fmt::Debug>(all: &[T]) {
+            for v in all {
+                let word = v.to_string();
+                assert_eq!(serde_json::to_string(v).unwrap(), format!("{word:?}"));
+                assert!(word.parse::<T>().ok() == Some(*v), "{word}");
+            }
+        }
+        check(&[Engine::Md, Engine::Btrfs]);
+        check(&Level::ALL);
+        check(&[
+            Filesystem::Xfs,
+            Filesystem::Ext4,
+            Filesystem::Btrfs,
+            Filesystem::None,
+        ]);
+        check(&[WriteCache::Off, WriteCache::On, WriteCache::Keep]);
+        check(&[Bitmap::None, Bitmap::Internal]);
+        check(&[Resync::Wait, Resync::AssumeClean, Resync::During]);
+        use crate::workload::Rw;
+        check(&[
+            Rw::Read,
+            Rw::Write,
+            Rw::RandRead,
+            Rw::RandWrite,
+            Rw::RandRw,
+            Rw::Rw,
+        ]);
+    }
 
     #[test]
     fn labels_name_md_settings_off_their_default() {

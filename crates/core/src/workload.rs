@@ -3,6 +3,7 @@
 //! fio is the I/O engine on the real targets and the simulator imitates its semantics, so
 //! the fields and their meanings are fio's own; the fio crate renders them into a job file.
 
+use crate::spec::words;
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -64,38 +65,20 @@ impl Rw {
     pub fn writes(self) -> bool {
         !matches!(self, Rw::Read | Rw::RandRead)
     }
+    /// fio's `rw=` word (the plan's word too).
     pub fn fio_name(self) -> &'static str {
-        match self {
-            Rw::Read => "read",
-            Rw::Write => "write",
-            Rw::RandRead => "randread",
-            Rw::RandWrite => "randwrite",
-            Rw::RandRw => "randrw",
-            Rw::Rw => "rw",
-        }
+        self.word()
     }
 }
 
-impl fmt::Display for Rw {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.fio_name())
-    }
-}
-
-impl FromStr for Rw {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "read" | "seqread" => Rw::Read,
-            "write" | "seqwrite" => Rw::Write,
-            "randread" => Rw::RandRead,
-            "randwrite" => Rw::RandWrite,
-            "randrw" => Rw::RandRw,
-            "rw" | "readwrite" => Rw::Rw,
-            _ => return Err("use read, write, randread, randwrite, randrw or rw".into()),
-        })
-    }
-}
+words!(Rw, "use read, write, randread, randwrite, randrw or rw", {
+    Rw::Read => "read" | "seqread",
+    Rw::Write => "write" | "seqwrite",
+    Rw::RandRead => "randread",
+    Rw::RandWrite => "randwrite",
+    Rw::RandRw => "randrw",
+    Rw::Rw => "rw" | "readwrite",
+});
 
 /// One fio job shape.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -91,7 +91,7 @@ impl<'a> Cx<'a> {
         let layouts = self.many::<Layout>(t, prefix, "layout", "layout")?;
         let chunks = self.many::<Bytes>(t, prefix, "chunk", "chunk size")?;
         let disk_counts = self.many::<u32>(t, prefix, "disks", "disk count")?;
-        let filesystems = self.many::<Filesystem>(t, prefix, "filesystem", "file system")?;
+        let mut filesystems = self.many::<Filesystem>(t, prefix, "filesystem", "file system")?;
         let (write_cache, _) = self
             .single::<WriteCache>(t, prefix, "write_cache", "write cache setting")?
             .unwrap_or((WriteCache::Keep, None));
@@ -112,7 +112,6 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let mut filesystems = filesystems;
         if filesystems.is_empty() {
             let fs = if engine == Engine::Btrfs {
                 Filesystem::Btrfs

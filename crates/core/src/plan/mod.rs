@@ -184,9 +184,12 @@ struct Field<'a> {
 }
 
 mod arrays;
+mod expand;
 mod read;
 mod sections;
 mod workloads;
+
+pub use expand::usable_bytes;
 
 impl<'a> Cx<'a> {
     pub(super) fn err(
@@ -206,12 +209,6 @@ impl<'a> Cx<'a> {
     }
 }
 
-/// Usable bytes of the array given each member's usable size.
-pub fn usable_bytes(a: &ArraySpec, member: Bytes) -> Bytes {
-    let frac = a.capacity_fraction();
-    Bytes(((member.0 as f64) * a.disks as f64 * frac) as u64)
-}
-
 fn indexed(name: &str, i: usize, n: usize) -> String {
     if n > 1 {
         format!("{name}[{i}]")
@@ -223,8 +220,6 @@ fn indexed(name: &str, i: usize, n: usize) -> String {
 fn show(item: &Item) -> String {
     item.to_string().trim().to_string()
 }
-
-// Plan spellings of the enums (lowercase words), with the fix in the error.
 
 #[cfg(test)]
 mod tests {

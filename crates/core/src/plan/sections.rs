@@ -3,36 +3,13 @@
 use super::*;
 
 impl<'a> Cx<'a> {
-    pub(super) fn plan(&self, root: &Table) -> Result<Plan, PlanError> {
+    pub(super) fn plan(&self, root: &'a Table) -> Result<Plan, PlanError> {
         self.known_keys(
             root,
             "",
             &["name", "description", "disks", "arrays", "workloads", "run"],
         )?;
-        let name = match root.get("name") {
-            Some(item) => self.string(Field { path: "name", item })?,
-            None => {
-                return Err(self.err(
-                    None,
-                    "name",
-                    None,
-                    "the plan needs a name, e.g. name = \"my-array-test\"",
-                ));
-            }
-        };
-        if name.trim().is_empty()
-            || name.contains('/')
-            || name.chars().any(char::is_control)
-            || name == "."
-            || name == ".."
-        {
-            return Err(self.err(
-                root.get("name").and_then(|i| i.span()),
-                "name",
-                Some(format!("{name:?}")),
-                "use a non-empty name without `/` or control characters, not `.` or `..`: it names the results directory",
-            ));
-        }
+        let name = self.name(root)?;
         let description = root
             .get("description")
             .map(|item| {
@@ -67,47 +44,7 @@ impl<'a> Cx<'a> {
             },
         };
 
-        let arrays = self.tables(root, "arrays")?;
-        let workloads = self.tables(root, "workloads")?;
-
-        let mut array_specs = Vec::new();
-        for (i, t) in arrays.iter().enumerate() {
-            let prefix = indexed("arrays", i, arrays.len());
-            array_specs.extend(self.array_matrix(t, &prefix, disks.count)?);
-        }
-        let mut workload_list = Vec::new();
-        for (i, t) in workloads.iter().enumerate() {
-            let prefix = indexed("workloads", i, workloads.len());
-            workload_list.extend(self.workload_matrix(t, &prefix)?);
-        }
-
-        let mut cases = Vec::new();
-        let mut seen = BTreeSet::new();
-        for (array, array_span) in &array_specs {
-            // Devices of unknown size (host target): the target checks when it probes them.
-            let sizes = member_size.map(|m| (m, usable_bytes(array, m)));
-            for (w, w_span) in &workload_list {
-                if let Some((member, usable)) = sizes.filter(|(_, u)| w.offset + w.size > *u) {
-                    return Err(self.err(
-                        w_span.clone().or(array_span.clone()),
-                        "workloads.size",
-                        Some(format!("\"{}\"", w.size.to_fio())),
-                        format!(
-                            "{} on {} × {} holds only {} (members of {}); make size + offset smaller or the disks (or span) larger",
-                            array.label(),
-                            array.disks,
-                            disks.model.as_deref().unwrap_or("disks"),
-                            usable,
-                            member
-                        ),
-                    ));
-                }
-                let case = Case::new(array.clone(), disks.without_count(array.disks), w.clone());
-                if seen.insert(case.id.clone()) {
-                    cases.push(case);
-                }
-            }
-        }
+        let cases = self.cases(root, &disks, member_size)?;
         Ok(Plan {
             name,
             description,
@@ -117,6 +54,36 @@ impl<'a> Cx<'a> {
             cases,
             text: self.text.to_string(),
         })
+    }
+
+    /// The plan's name: it names the results directory, so no `/`, no control characters,
+    /// not `.` or `..`.
+    fn name(&self, root: &Table) -> Result<String, PlanError> {
+        let name = match root.get("name") {
+            Some(item) => self.string(Field { path: "name", item })?,
+            None => {
+                return Err(self.err(
+                    None,
+                    "name",
+                    None,
+                    "the plan needs a name, e.g. name = \"my-array-test\"",
+                ));
+            }
+        };
+        if name.trim().is_empty()
+            || name.contains('/')
+            || name.chars().any(char::is_control)
+            || name == "."
+            || name == ".."
+        {
+            return Err(self.err(
+                root.get("name").and_then(|i| i.span()),
+                "name",
+                Some(format!("{name:?}")),
+                "use a non-empty name without `/` or control characters, not `.` or `..`: it names the results directory",
+            ));
+        }
+        Ok(name)
     }
 
     pub(super) fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
