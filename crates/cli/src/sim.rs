@@ -1,5 +1,5 @@
-//! `raidlab sim`: one simulated case from flags. The flags are turned into a one-case
-//! plan and parsed by the plan parser, so they are validated exactly like a plan file.
+//! `raidlab sim`: one simulated case from flags. The flags are set on a one-case plan
+//! (`Plan::builder`) that the plan reader validates exactly like a plan file.
 
 use crate::args::SimArgs;
 use anyhow::{anyhow, bail, Result};
@@ -7,71 +7,56 @@ use raidlab_core::Plan;
 use std::io::Write;
 use std::path::Path;
 
-fn quoted(s: &str) -> String {
-    format!("{s:?}")
-}
-
 pub fn sim(a: SimArgs) -> Result<()> {
-    let mut text = format!(
-        "name = \"sim\"\n[disks]\ncount = {}\nmodel = {}\n",
-        a.disks,
-        quoted(&a.disk)
-    );
+    let mut b = Plan::builder("sim");
+    b.disks("count", a.disks).disks("model", &a.disk);
     if let Some(c) = &a.disk_capacity {
-        text += &format!("capacity = {}\n", quoted(c));
+        b.disks("capacity", c);
     }
     if let Some(s) = &a.span {
-        text += &format!("span = {}\n", quoted(s));
+        b.disks("span", s);
     }
     if let Some(n) = a.host_queue {
-        text += &format!("host_queue = {n}\n");
+        b.disks("host_queue", n);
     }
-    if !a.disk_param.is_empty() {
-        text += "[disks.params]\n";
-        for p in &a.disk_param {
-            let Some((k, v)) = p.split_once('=') else {
-                bail!("--disk-param {p:?}: write NAME=VALUE, e.g. --disk-param queue_depth=1");
-            };
-            text += &format!("{} = {}\n", quoted(k.trim()), quoted(v.trim()));
-        }
+    for p in &a.disk_param {
+        let Some((k, v)) = p.split_once('=') else {
+            bail!("--disk-param {p:?}: write NAME=VALUE, e.g. --disk-param queue_depth=1");
+        };
+        b.disk_param(k.trim(), v.trim());
     }
-    text += &format!(
-        "[arrays]\nlevel = {}\nfilesystem = \"none\"\nwrite_cache = {}\n",
-        quoted(&a.level),
-        quoted(&a.write_cache)
-    );
+    b.array("level", &a.level)
+        .array("filesystem", "none")
+        .array("write_cache", &a.write_cache);
     let level: raidlab_core::Level = a
         .level
         .parse()
         .map_err(|e| anyhow!("--level {}: {e}", a.level))?;
     if level.has_chunk() {
-        text += &format!("chunk = {}\n", quoted(&a.chunk));
+        b.array("chunk", &a.chunk);
     }
     if let Some(rows) = a.stripe_cache {
-        text += &format!("stripe_cache = {rows}\n");
+        b.array("stripe_cache", rows);
     }
     if a.bitmap != "none" {
-        text += &format!("bitmap = {}\n", quoted(&a.bitmap));
+        b.array("bitmap", &a.bitmap);
     }
     if a.resync != "wait" {
-        text += &format!("resync = {}\n", quoted(&a.resync));
+        b.array("resync", &a.resync);
     }
     if let Some(l) = &a.layout {
-        text += &format!("layout = {}\n", quoted(l));
+        b.array("layout", l);
     }
-    text += &format!(
-        "[workloads]\nrw = {}\nbs = {}\niodepth = {}\nnumjobs = {}\nsize = {}\nruntime = {}\nrwmixread = {}\n",
-        quoted(&a.rw),
-        quoted(&a.bs),
-        a.iodepth,
-        a.numjobs,
-        quoted(&a.size),
-        quoted(&a.runtime),
-        a.rwmixread
-    );
+    b.workload("rw", &a.rw)
+        .workload("bs", &a.bs)
+        .workload("iodepth", a.iodepth)
+        .workload("numjobs", a.numjobs)
+        .workload("size", &a.size)
+        .workload("runtime", &a.runtime)
+        .workload("rwmixread", a.rwmixread);
     // Errors name the plan field; the flag has the same name with dashes, but for the
     // disk fields whose flags are named after the disk.
-    let plan = Plan::parse(&text, Path::new("<command line>")).map_err(|e| {
+    let plan = b.build(Path::new("<command line>")).map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("disks.params") => "disk-param".to_string(),
             "disks.count" => "disks".to_string(),

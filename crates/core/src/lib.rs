@@ -16,7 +16,7 @@ pub mod workload;
 
 pub use case::{Case, CaseId, DiskSet};
 pub use disk::{DiskKind, DiskModel};
-pub use plan::{Plan, PlanError};
+pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
     ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,

@@ -247,6 +247,25 @@ fn sim_prints_one_csv_row() {
     assert!(!flagged("assume-clean"));
 }
 
+/// A flag's value reaches the plan as text whatever it holds: a control character is the
+/// flag's bad value, not a TOML syntax error from text written for the parser.
+#[test]
+fn sim_flag_values_are_never_toml_text() {
+    raidlab()
+        .args(["sim", "--disk", "a\u{1b}b\"\n[run]"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "disks.model = \"a\\u{1b}b\\\"\\n[run]\": unknown disk model",
+        ))
+        .stderr(predicate::str::contains("(from --disk)"));
+    raidlab()
+        .args(["sim", "--disk-param", "queue_depth=\u{1}"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("(from --disk-param)"));
+}
+
 /// `--disk-param` overrides a preset's figure; the model the run used is in the fio JSON,
 /// and `disks --models` lists the names it takes.
 #[test]

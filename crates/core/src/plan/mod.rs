@@ -108,6 +108,11 @@ impl Plan {
         cx.plan(doc.as_table())
     }
 
+    /// A plan built in code rather than read from a file: see [`PlanBuilder`].
+    pub fn builder(name: &str) -> PlanBuilder {
+        PlanBuilder::new(name)
+    }
+
     /// Every case, in plan order, without repetitions.
     pub fn cases(&self) -> &[Case] {
         &self.cases
@@ -184,11 +189,13 @@ struct Field<'a> {
 }
 
 mod arrays;
+mod build;
 mod expand;
 mod read;
 mod sections;
 mod workloads;
 
+pub use build::{FieldValue, PlanBuilder};
 pub use expand::usable_bytes;
 
 impl<'a> Cx<'a> {
@@ -299,6 +306,39 @@ repeat = 1
         }
         // Numbers where numbers belong still pass, as numbers or text.
         assert!(parse(&SEED_2013.replace("iodepth = [4]", "iodepth = [\"4\", 8]")).is_ok());
+    }
+
+    /// A plan built in code is the plan its text would be, and is checked by the same rules.
+    #[test]
+    fn built_plans_equal_parsed_ones_and_keep_their_rules() {
+        let mut b = Plan::builder("seed-2013");
+        b.disks("count", 6u32)
+            .disks("model", "hdd-7200-500g-2010")
+            .array("level", "raid5")
+            .array("chunk", "64k")
+            .workload("rw", "randwrite")
+            .workload("iodepth", 4u32)
+            .workload("size", "10g");
+        let built = b.build(Path::new("<code>")).unwrap();
+        let parsed = parse(
+            "name = \"seed-2013\"\n[disks]\ncount = 6\nmodel = \"hdd-7200-500g-2010\"\n[arrays]\nlevel = \"raid5\"\nchunk = \"64k\"\n[workloads]\nrw = \"randwrite\"\niodepth = 4\nsize = \"10g\"\n",
+        )
+        .unwrap();
+        assert_eq!(built.cases(), parsed.cases());
+        // Text goes in as text, whatever it holds (a plan's text would need escaping).
+        let e = b
+            .disks("model", "a\u{1b}b\"")
+            .build(Path::new("<code>"))
+            .unwrap_err();
+        assert_eq!((e.field.as_str(), e.line), ("disks.model", None), "{e}");
+        assert_eq!(e.value.as_deref(), Some("\"a\\u{1b}b\\\"\""));
+        let e = b
+            .disks("model", "hdd-7200")
+            .array("level", 5u32)
+            .build(Path::new("<code>"))
+            .unwrap_err();
+        assert_eq!(e.field, "arrays.level");
+        assert!(e.message.starts_with("must be text in quotes"), "{e}");
     }
 
     #[test]
