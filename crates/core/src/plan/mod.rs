@@ -308,6 +308,58 @@ repeat = 1
         assert!(parse(&SEED_2013.replace("iodepth = [4]", "iodepth = [\"4\", 8]")).is_ok());
     }
 
+    /// Issue 15, item 13, the rest: a number for a word says which word to write (or the
+    /// words the field takes), floats and dates are no words either, and control characters
+    /// are refused in the description (but new lines) and in device paths.
+    #[test]
+    fn numbers_for_words_name_the_word_and_control_characters_are_refused_everywhere() {
+        let levels = "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]";
+        let refused = |text: String, field: &str, message: &str| {
+            let e = parse(&text).unwrap_err();
+            assert_eq!(
+                (e.field.as_str(), e.message.as_str()),
+                (field, message),
+                "{e}"
+            );
+            assert!(e.line.is_some(), "{e}");
+        };
+        let words = "must be text in quotes: write level = \"raid5\"";
+        refused(
+            SEED_2013.replace(levels, "level = 5"),
+            "arrays.level",
+            words,
+        );
+        let fix = "must be text in quotes: write \"raid10\"";
+        refused(
+            SEED_2013.replace(levels, "level = [\"raid5\", 10]"),
+            "arrays.level",
+            fix,
+        );
+        let fix = "must be text in quotes: use `md` or `btrfs`";
+        refused(
+            SEED_2013.replace("engine = \"md\"", "engine = 1"),
+            "arrays.engine",
+            fix,
+        );
+        for float in ["level = 5.0", "level = 1979-05-27"] {
+            let e = parse(&SEED_2013.replace(levels, float)).unwrap_err();
+            assert!(e.message.starts_with("must be text in quotes"), "{e}");
+        }
+        let described =
+            |d: &str| SEED_2013.replace("[disks]", &format!("description = {d}\n[disks]"));
+        let fix = "use text without control characters (new lines and tabs are fine): it is printed on terminals and in reports";
+        refused(described("\"a\\u0000b\""), "description", fix);
+        refused(described("\"a\\u001b[2Jb\""), "description", fix);
+        assert!(parse(&described("\"\"\"two\n\tlines\"\"\"")).is_ok());
+        let e = parse(&SEED_2013.replace(
+            "count = 6",
+            "devices = [\"/dev/sdb\", \"/dev/sd\\u0007c\", \"/dev/sdd\", \"/dev/sde\"]",
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "disks.devices", "{e}");
+        assert!(e.message.contains("no control characters"), "{e}");
+    }
+
     /// A plan built in code is the plan its text would be, and is checked by the same rules.
     #[test]
     fn built_plans_equal_parsed_ones_and_keep_their_rules() {

@@ -73,29 +73,33 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// A scalar or a list of scalars, as (text, span) pairs. Integers are given as text,
-    /// except where the field takes words or paths (`text_only`): `level = 5` is no level.
-    pub(super) fn list(&self, f: Field<'_>, text_only: bool) -> Result<Vec<At<String>>, PlanError> {
+    /// A scalar or a list of scalars, as (text, span) pairs. Numbers and booleans are
+    /// given as text, except where the field takes words or paths (`T::not_text`):
+    /// `level = 5` is no level.
+    pub(super) fn list<T: PlanValue>(&self, f: Field<'_>) -> Result<Vec<At<String>>, PlanError> {
+        let in_list = matches!(f.item, Item::Value(Value::Array(_)));
+        let key = f.path.rsplit('.').next().unwrap_or(f.path);
+        let text_only = T::TEXT_ONLY;
         let one = |v: &Value| -> Result<At<String>, PlanError> {
+            let shown = || v.to_string().trim().to_string();
             match v {
                 Value::String(s) => Ok((s.value().clone(), v.span())),
-                Value::Integer(_) | Value::Boolean(_) if text_only => {
-                    let shown = v.to_string().trim().to_string();
-                    Err(self.err(
-                        v.span(),
-                        f.path,
-                        Some(shown.clone()),
-                        format!(
-                            "must be text in quotes: write \"{shown}\" if that is what you mean"
-                        ),
-                    ))
+                Value::Integer(_) | Value::Boolean(_) | Value::Float(_) if text_only => {
+                    let fix = T::not_text(&shown(), key, in_list).unwrap_or_default();
+                    Err(self.err(v.span(), f.path, Some(shown()), fix))
                 }
                 Value::Integer(i) => Ok((i.value().to_string(), v.span())),
                 Value::Boolean(b) => Ok((b.value().to_string(), v.span())),
+                _ if text_only => Err(self.err(
+                    v.span(),
+                    f.path,
+                    Some(shown()),
+                    "must be text in quotes, or a list of them",
+                )),
                 _ => Err(self.err(
                     v.span(),
                     f.path,
-                    Some(v.to_string().trim().to_string()),
+                    Some(shown()),
                     "must be a string, a number, or a list of them",
                 )),
             }
@@ -122,7 +126,7 @@ impl<'a> Cx<'a> {
         T::Err: fmt::Display,
     {
         let mut out = Vec::new();
-        for (s, span) in self.list(f, T::TEXT_ONLY)? {
+        for (s, span) in self.list::<T>(f)? {
             match s.parse::<T>() {
                 Ok(v) => out.push((v, span)),
                 Err(e) => {
@@ -190,11 +194,48 @@ impl<'a> Cx<'a> {
 /// What a plan field's type takes from TOML: words and paths only as quoted text, numbers
 /// (counts, sizes, durations) as TOML numbers or text.
 pub(super) trait PlanValue: FromStr {
-    const TEXT_ONLY: bool;
+    /// Whether the field takes only quoted text (a bare number or boolean is refused).
+    const TEXT_ONLY: bool = true;
+    /// What is wrong with the bare number or boolean `shown` given for `key` (an element
+    /// of a list if `in_list`), and the fix; `None` where the type reads it as text.
+    fn not_text(shown: &str, key: &str, in_list: bool) -> Option<String>;
 }
 
-macro_rules! plan_values {
-    ($text:expr => $($t:ty),+) => { $(impl PlanValue for $t { const TEXT_ONLY: bool = $text; })+ };
+/// Counts, sizes and durations: `iodepth = 4` and `iodepth = "4"` are the same.
+macro_rules! numbers {
+    ($($t:ty),+) => {$(
+        impl PlanValue for $t {
+            const TEXT_ONLY: bool = false;
+            fn not_text(_: &str, _: &str, _: bool) -> Option<String> {
+                None
+            }
+        }
+    )+};
 }
-plan_values!(true => String, Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync);
-plan_values!(false => u8, u32, u64, bool, Bytes, Nanos);
+numbers!(u8, u32, u64, bool, Bytes, Nanos);
+
+/// Free text (paths, names): only in quotes.
+impl PlanValue for String {
+    fn not_text(shown: &str, _: &str, _: bool) -> Option<String> {
+        Some(format!(
+            "must be text in quotes: write \"{shown}\" if that is what you mean"
+        ))
+    }
+}
+
+/// Words (`spec::words!`): only in quotes, with the word a number stands for as the fix
+/// (`level = 5`: write level = "raid5"), or the words the field takes.
+macro_rules! words {
+    ($($t:ty),+) => {$(
+        impl PlanValue for $t {
+            fn not_text(shown: &str, key: &str, in_list: bool) -> Option<String> {
+                Some(match shown.parse::<$t>() {
+                    Ok(v) if in_list => format!("must be text in quotes: write \"{v}\""),
+                    Ok(v) => format!("must be text in quotes: write {key} = \"{v}\""),
+                    Err(help) => format!("must be text in quotes: {help}"),
+                })
+            }
+        }
+    )+};
+}
+words!(Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync);

@@ -10,15 +10,7 @@ impl<'a> Cx<'a> {
             &["name", "description", "disks", "arrays", "workloads", "run"],
         )?;
         let name = self.name(root)?;
-        let description = root
-            .get("description")
-            .map(|item| {
-                self.string(Field {
-                    path: "description",
-                    item,
-                })
-            })
-            .transpose()?;
+        let description = self.description(root)?;
 
         let disks_item = root.get("disks").ok_or_else(|| {
             self.err(
@@ -86,6 +78,25 @@ impl<'a> Cx<'a> {
         Ok(name)
     }
 
+    /// The plan's description, printed on terminals and in reports: lines of text, without
+    /// other control characters (a NUL, a terminal escape).
+    fn description(&self, root: &Table) -> Result<Option<String>, PlanError> {
+        let Some(item) = root.get("description") else {
+            return Ok(None);
+        };
+        let path = "description";
+        let d = self.string(Field { path, item })?;
+        if d.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+            return Err(self.err(
+                item.span(),
+                path,
+                Some(format!("{d:?}")),
+                "use text without control characters (new lines and tabs are fine): it is printed on terminals and in reports",
+            ));
+        }
+        Ok(Some(d))
+    }
+
     pub(super) fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
         self.known_keys(
             t,
@@ -107,6 +118,17 @@ impl<'a> Cx<'a> {
                 "disks.devices",
                 Some(format!("{d:?}")),
                 "device paths are absolute: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
+            ));
+        }
+        if let Some((d, span)) = devices
+            .iter()
+            .find(|(d, _)| d.chars().any(char::is_control))
+        {
+            return Err(self.err(
+                span.clone(),
+                "disks.devices",
+                Some(format!("{d:?}")),
+                "a device path has no control characters: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
             ));
         }
         let devices: Vec<String> = devices.into_iter().map(|d| d.0).collect();
