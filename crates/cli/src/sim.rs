@@ -38,12 +38,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
     if let Some(rows) = a.stripe_cache {
         b.array("stripe_cache", rows);
     }
-    if a.bitmap != "none" {
-        b.array("bitmap", &a.bitmap);
-    }
-    if a.resync != "wait" {
-        b.array("resync", &a.resync);
-    }
+    b.array("bitmap", &a.bitmap).array("resync", &a.resync);
     if let Some(l) = &a.layout {
         b.array("layout", l);
     }

@@ -19,17 +19,29 @@ struct ArrayFields {
     stripe_cache: Option<u32>,
 }
 
-const ARRAY_KEYS: [&str; 10] = [
-    "engine",
-    "level",
-    "layout",
-    "chunk",
-    "disks",
-    "filesystem",
-    "write_cache",
-    "bitmap",
-    "resync",
-    "stripe_cache",
+const ENGINE: Key = Key::new("engine", "engine");
+const LEVEL: Key = Key::new("level", "RAID level");
+const LAYOUT: Key = Key::new("layout", "layout");
+const CHUNK: Key = Key::new("chunk", "chunk size");
+const DISKS: Key = Key::new("disks", "disk count");
+const FILESYSTEM: Key = Key::new("filesystem", "file system");
+const WRITE_CACHE: Key = Key::new("write_cache", "write cache setting");
+const BITMAP: Key = Key::new("bitmap", "bitmap setting");
+const RESYNC: Key = Key::new("resync", "resync policy");
+const STRIPE_CACHE: Key = Key::new("stripe_cache", "page count").within(17, 32768);
+
+/// The fields of an `[arrays]` table, in the order its errors name them.
+pub(super) const ARRAY_KEYS: [Key; 10] = [
+    ENGINE,
+    LEVEL,
+    LAYOUT,
+    CHUNK,
+    DISKS,
+    FILESYSTEM,
+    WRITE_CACHE,
+    BITMAP,
+    RESYNC,
+    STRIPE_CACHE,
 ];
 
 impl<'a> Cx<'a> {
@@ -50,11 +62,11 @@ impl<'a> Cx<'a> {
                 let min = level.min_disks(a.engine);
                 if *n < min {
                     let (span, field) = if n_span.is_some() {
-                        (n_span.clone(), "disks")
+                        (n_span.clone(), DISKS)
                     } else {
-                        (level_span.clone(), "level")
+                        (level_span.clone(), LEVEL)
                     };
-                    return Err(self.err(span, &format!("{prefix}.{field}"), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
+                    return Err(self.err(span, &field.at(prefix), Some(format!("\"{level}\"")), format!("{level} needs at least {min} disks and this array has {n}; add disks or drop {level}")));
                 }
                 for layout in self.layouts_for(&a, *level, *n, prefix)? {
                     for chunk in chunks_for(&a, *level) {
@@ -77,38 +89,42 @@ impl<'a> Cx<'a> {
         plan_disks: u32,
     ) -> Result<ArrayFields, PlanError> {
         let (engine, _) = self
-            .single::<Engine>(t, prefix, "engine", "engine")?
+            .single::<Engine>(t, prefix, ENGINE)?
             .unwrap_or((Engine::Md, None));
-        let levels = self.many::<Level>(t, prefix, "level", "RAID level")?;
+        let levels = self.many::<Level>(t, prefix, LEVEL)?;
         if levels.is_empty() {
             return Err(self.err(
                 t.span(),
-                &format!("{prefix}.level"),
+                &LEVEL.at(prefix),
                 None,
                 "name at least one level, e.g. level = [\"raid5\", \"raid10\"]",
             ));
         }
-        let layouts = self.many::<Layout>(t, prefix, "layout", "layout")?;
-        let chunks = self.many::<Bytes>(t, prefix, "chunk", "chunk size")?;
-        let disk_counts = self.many::<u32>(t, prefix, "disks", "disk count")?;
-        let mut filesystems = self.many::<Filesystem>(t, prefix, "filesystem", "file system")?;
+        let layouts = self.many::<Layout>(t, prefix, LAYOUT)?;
+        let chunks = self.many::<Bytes>(t, prefix, CHUNK)?;
+        let disk_counts = self.many::<u32>(t, prefix, DISKS)?;
+        let mut filesystems = self.many::<Filesystem>(t, prefix, FILESYSTEM)?;
         let (write_cache, _) = self
-            .single::<WriteCache>(t, prefix, "write_cache", "write cache setting")?
+            .single::<WriteCache>(t, prefix, WRITE_CACHE)?
             .unwrap_or((WriteCache::Keep, None));
         let (bitmap, _) = self
-            .single::<Bitmap>(t, prefix, "bitmap", "bitmap setting")?
+            .single::<Bitmap>(t, prefix, BITMAP)?
             .unwrap_or((Bitmap::None, None));
         let (resync, _) = self
-            .single::<Resync>(t, prefix, "resync", "resync policy")?
+            .single::<Resync>(t, prefix, RESYNC)?
             .unwrap_or((Resync::Wait, None));
-        let stripe_cache = self.single::<u32>(t, prefix, "stripe_cache", "page count")?;
+        let stripe_cache = self.single::<u32>(t, prefix, STRIPE_CACHE)?;
         if let Some((n, s)) = &stripe_cache {
-            if !(17..=32768).contains(n) {
+            if !STRIPE_CACHE.takes(*n) {
                 return Err(self.err(
                     s.clone(),
-                    &format!("{prefix}.stripe_cache"),
+                    &STRIPE_CACHE.at(prefix),
                     Some(n.to_string()),
-                    "md accepts 17 to 32768 pages",
+                    format!(
+                        "md accepts {} to {} pages",
+                        STRIPE_CACHE.min(),
+                        STRIPE_CACHE.max()
+                    ),
                 ));
             }
         }
@@ -146,7 +162,7 @@ impl<'a> Cx<'a> {
             if !level.supported_by(engine) {
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.level"),
+                    &LEVEL.at(prefix),
                     Some(format!("\"{level}\"")),
                     format!("{engine} has no {level}; use engine = \"btrfs\" or another level"),
                 ));
@@ -156,7 +172,7 @@ impl<'a> Cx<'a> {
             if engine == Engine::Btrfs {
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.layout"),
+                    &LAYOUT.at(prefix),
                     Some(format!("\"{layout}\"")),
                     "btrfs profiles have no layout; remove `layout`",
                 ));
@@ -168,7 +184,7 @@ impl<'a> Cx<'a> {
                     _ => false,
                 };
                 if !fits {
-                    return Err(self.err(span.clone(), &format!("{prefix}.layout"), Some(format!("\"{layout}\"")), format!("{layout} does not apply to {level}; put {level} in its own [[arrays]] table without this layout")));
+                    return Err(self.err(span.clone(), &LAYOUT.at(prefix), Some(format!("\"{layout}\"")), format!("{layout} does not apply to {level}; put {level} in its own [[arrays]] table without this layout")));
                 }
             }
         }
@@ -180,7 +196,7 @@ impl<'a> Cx<'a> {
         let chunk_err = |c: &Bytes, span: &Option<Range<usize>>, msg: &str| {
             self.err(
                 span.clone(),
-                &format!("{prefix}.chunk"),
+                &CHUNK.at(prefix),
                 Some(format!("\"{}\"", c.to_fio())),
                 msg,
             )
@@ -234,7 +250,7 @@ impl<'a> Cx<'a> {
                 };
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.filesystem"),
+                    &FILESYSTEM.at(prefix),
                     Some(format!("\"{fs}\"")),
                     fix,
                 ));
@@ -244,7 +260,7 @@ impl<'a> Cx<'a> {
             if *n == 0 || *n > plan_disks {
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.disks"),
+                    &DISKS.at(prefix),
                     Some(n.to_string()),
                     format!("use 1 to {plan_disks} members: the plan has {plan_disks} disks"),
                 ));
@@ -285,7 +301,7 @@ impl<'a> Cx<'a> {
                         .and_then(|(_, s)| s.clone());
                     return Err(self.err(
                         span,
-                        &format!("{prefix}.layout"),
+                        &LAYOUT.at(prefix),
                         Some(format!("\"{}\"", layout.unwrap())),
                         format!(
                             "{copies} copies need at least {copies} disks and this array has {n}"

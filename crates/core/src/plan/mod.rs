@@ -69,6 +69,17 @@ pub struct RunOptions {
     pub target: Option<TargetKind>,
 }
 
+/// Without a `[run]` table: one result per case, seed 1, the command line's target.
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            repeat: 1,
+            seed: 1,
+            target: None,
+        }
+    }
+}
+
 /// A loaded, validated plan.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -194,6 +205,8 @@ mod expand;
 mod read;
 mod sections;
 mod workloads;
+
+use read::Key;
 
 pub use build::{FieldValue, PlanBuilder};
 pub use expand::usable_bytes;
@@ -391,6 +404,46 @@ repeat = 1
             .unwrap_err();
         assert_eq!(e.field, "arrays.level");
         assert!(e.message.starts_with("must be text in quotes"), "{e}");
+    }
+
+    /// Each field is defined once (`Key`); docs/plan.md has a row for every one, in its
+    /// section, with the range the parser holds it to.
+    #[test]
+    fn docs_list_every_field_with_its_range() {
+        let docs = include_str!("../../../../docs/plan.md");
+        let section = |heading: &str| {
+            let start = docs.find(&format!("\n## {heading}")).expect(heading);
+            let rest = &docs[start + 1..];
+            &rest[..rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3)]
+        };
+        let tables: [(&str, &[Key]); 5] = [
+            ("Top level", &sections::TOP_KEYS[..2]),
+            ("`[disks]`", &sections::DISK_KEYS),
+            ("`[arrays]`", &arrays::ARRAY_KEYS),
+            ("`[workloads]`", &workloads::WORKLOAD_KEYS),
+            ("`[run]`", &sections::RUN_KEYS),
+        ];
+        for (heading, keys) in tables {
+            let text = section(heading);
+            for key in keys {
+                let row = text
+                    .lines()
+                    .find(|l| l.starts_with(&format!("| `{}` |", key.name)))
+                    .unwrap_or_else(|| {
+                        panic!("docs/plan.md {heading} has no row for {}", key.name)
+                    });
+                if let Some((min, max)) = key.range {
+                    assert!(row.contains(&format!("{min}–{max}")), "{row}");
+                }
+            }
+        }
+        for table in &sections::TOP_KEYS[2..] {
+            assert!(
+                docs.contains(&format!("## `[{}]`", table.name)),
+                "{}",
+                table.name
+            );
+        }
     }
 
     #[test]

@@ -9,10 +9,10 @@ impl<'a> Cx<'a> {
         &self,
         t: &Table,
         prefix: &str,
-        known: &[&str],
+        known: &[Key],
     ) -> Result<(), PlanError> {
         for (k, item) in t.iter() {
-            if !known.contains(&k) {
+            if !known.iter().any(|key| key.name == k) {
                 let field = if prefix.is_empty() {
                     k.to_string()
                 } else {
@@ -23,7 +23,10 @@ impl<'a> Cx<'a> {
                     span,
                     &field,
                     None,
-                    format!("unknown field; the fields here are: {}", known.join(", ")),
+                    format!(
+                        "unknown field; the fields here are: {}",
+                        known.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+                    ),
                 ));
             }
         }
@@ -146,17 +149,16 @@ impl<'a> Cx<'a> {
         &self,
         t: &'a Table,
         prefix: &str,
-        key: &str,
-        what: &str,
+        key: Key,
     ) -> Result<Option<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
-        let Some(item) = t.get(key) else {
+        let Some(item) = t.get(key.name) else {
             return Ok(None);
         };
-        let path = format!("{prefix}.{key}");
-        let mut v = self.parsed::<T>(Field { path: &path, item }, what)?;
+        let path = key.at(prefix);
+        let mut v = self.parsed::<T>(Field { path: &path, item }, key.what)?;
         if v.len() != 1 {
             return Err(self.err(
                 item.span(),
@@ -172,22 +174,71 @@ impl<'a> Cx<'a> {
         &self,
         t: &'a Table,
         prefix: &str,
-        key: &str,
-        what: &str,
+        key: Key,
     ) -> Result<Vec<At<T>>, PlanError>
     where
         T::Err: fmt::Display,
     {
-        match t.get(key) {
+        match t.get(key.name) {
             None => Ok(vec![]),
             Some(item) => self.parsed(
                 Field {
-                    path: &format!("{prefix}.{key}"),
+                    path: &key.at(prefix),
                     item,
                 },
-                what,
+                key.what,
             ),
         }
+    }
+}
+
+/// A field of a plan table, defined once: its key, what its values are called in errors
+/// ("not a valid {what}") and, for a bounded whole number, the values it takes (which
+/// docs/plan.md shows as `min–max`; a test holds the two together).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Key {
+    pub(super) name: &'static str,
+    pub(super) what: &'static str,
+    pub(super) range: Option<(u32, u32)>,
+}
+
+impl Key {
+    pub(super) const fn new(name: &'static str, what: &'static str) -> Key {
+        Key {
+            name,
+            what,
+            range: None,
+        }
+    }
+
+    /// A whole number from `min` to `max`.
+    pub(super) const fn within(self, min: u32, max: u32) -> Key {
+        Key {
+            range: Some((min, max)),
+            ..self
+        }
+    }
+
+    /// Its dotted path in the table `prefix` (`arrays[1].level`), or its name at the top.
+    pub(super) fn at(self, prefix: &str) -> String {
+        if prefix.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{prefix}.{}", self.name)
+        }
+    }
+
+    pub(super) fn min(self) -> u32 {
+        self.range.map_or(0, |r| r.0)
+    }
+
+    pub(super) fn max(self) -> u32 {
+        self.range.map_or(u32::MAX, |r| r.1)
+    }
+
+    /// Whether `n` is within the field's range.
+    pub(super) fn takes(self, n: u32) -> bool {
+        (self.min()..=self.max()).contains(&n)
     }
 }
 

@@ -2,13 +2,40 @@
 
 use super::*;
 
+const NAME: Key = Key::new("name", "name");
+const DESCRIPTION: Key = Key::new("description", "description");
+
+/// The plan's top level: its name and its sections.
+pub(super) const TOP_KEYS: [Key; 6] = [
+    NAME,
+    DESCRIPTION,
+    Key::new("disks", "table"),
+    Key::new("arrays", "table"),
+    Key::new("workloads", "table"),
+    Key::new("run", "table"),
+];
+
+const COUNT: Key = Key::new("count", "disk count").within(1, 256);
+const MODEL: Key = Key::new("model", "disk model");
+const CAPACITY: Key = Key::new("capacity", "size");
+const SPAN: Key = Key::new("span", "size");
+const DEVICES: Key = Key::new("devices", "device path");
+const PARAMS: Key = Key::new("params", "table");
+const HOST_QUEUE: Key = Key::new("host_queue", "command count");
+
+/// The fields of `[disks]`.
+pub(super) const DISK_KEYS: [Key; 7] = [COUNT, MODEL, CAPACITY, SPAN, DEVICES, PARAMS, HOST_QUEUE];
+
+const REPEAT: Key = Key::new("repeat", "count");
+const SEED: Key = Key::new("seed", "number");
+const TARGET: Key = Key::new("target", "target");
+
+/// The fields of `[run]`.
+pub(super) const RUN_KEYS: [Key; 3] = [REPEAT, SEED, TARGET];
+
 impl<'a> Cx<'a> {
     pub(super) fn plan(&self, root: &'a Table) -> Result<Plan, PlanError> {
-        self.known_keys(
-            root,
-            "",
-            &["name", "description", "disks", "arrays", "workloads", "run"],
-        )?;
+        self.known_keys(root, "", &TOP_KEYS)?;
         let name = self.name(root)?;
         let description = self.description(root)?;
 
@@ -29,11 +56,7 @@ impl<'a> Cx<'a> {
 
         let run = match root.get("run") {
             Some(item) => self.run(self.table(Field { path: "run", item })?)?,
-            None => RunOptions {
-                repeat: 1,
-                seed: 1,
-                target: None,
-            },
+            None => RunOptions::default(),
         };
 
         let cases = self.cases(root, &disks, member_size)?;
@@ -51,17 +74,16 @@ impl<'a> Cx<'a> {
     /// The plan's name: it names the results directory, so no `/`, no control characters,
     /// not `.` or `..`.
     fn name(&self, root: &Table) -> Result<String, PlanError> {
-        let name = match root.get("name") {
-            Some(item) => self.string(Field { path: "name", item })?,
-            None => {
-                return Err(self.err(
-                    None,
-                    "name",
-                    None,
-                    "the plan needs a name, e.g. name = \"my-array-test\"",
-                ));
-            }
+        let path = NAME.name;
+        let Some(item) = root.get(path) else {
+            return Err(self.err(
+                None,
+                path,
+                None,
+                "the plan needs a name, e.g. name = \"my-array-test\"",
+            ));
         };
+        let name = self.string(Field { path, item })?;
         if name.trim().is_empty()
             || name.contains('/')
             || name.chars().any(char::is_control)
@@ -69,8 +91,8 @@ impl<'a> Cx<'a> {
             || name == ".."
         {
             return Err(self.err(
-                root.get("name").and_then(|i| i.span()),
-                "name",
+                item.span(),
+                path,
                 Some(format!("{name:?}")),
                 "use a non-empty name without `/` or control characters, not `.` or `..`: it names the results directory",
             ));
@@ -81,10 +103,10 @@ impl<'a> Cx<'a> {
     /// The plan's description, printed on terminals and in reports: lines of text, without
     /// other control characters (a NUL, a terminal escape).
     fn description(&self, root: &Table) -> Result<Option<String>, PlanError> {
-        let Some(item) = root.get("description") else {
+        let path = DESCRIPTION.name;
+        let Some(item) = root.get(path) else {
             return Ok(None);
         };
-        let path = "description";
         let d = self.string(Field { path, item })?;
         if d.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
             return Err(self.err(
@@ -98,20 +120,8 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
-        self.known_keys(
-            t,
-            "disks",
-            &[
-                "count",
-                "model",
-                "capacity",
-                "span",
-                "devices",
-                "params",
-                "host_queue",
-            ],
-        )?;
-        let devices = self.many::<String>(t, "disks", "devices", "device path")?;
+        self.known_keys(t, "disks", &DISK_KEYS)?;
+        let devices = self.many::<String>(t, "disks", DEVICES)?;
         if let Some((d, span)) = devices.iter().find(|(d, _)| !d.starts_with('/')) {
             return Err(self.err(
                 span.clone(),
@@ -132,14 +142,14 @@ impl<'a> Cx<'a> {
             ));
         }
         let devices: Vec<String> = devices.into_iter().map(|d| d.0).collect();
-        let count = match self.single::<u32>(t, "disks", "count", "disk count")? {
+        let count = match self.single::<u32>(t, "disks", COUNT)? {
             Some((c, span)) => {
-                if c == 0 || c > 256 {
+                if !COUNT.takes(c) {
                     return Err(self.err(
                         span,
                         "disks.count",
                         Some(c.to_string()),
-                        "use between 1 and 256 disks",
+                        format!("use between {} and {} disks", COUNT.min(), COUNT.max()),
                     ));
                 }
                 if !devices.is_empty() && devices.len() != c as usize {
@@ -165,7 +175,7 @@ impl<'a> Cx<'a> {
                 ))
             }
         };
-        let model = match self.single::<String>(t, "disks", "model", "disk model")? {
+        let model = match self.single::<String>(t, "disks", MODEL)? {
             Some((m, span)) => {
                 if DiskModel::preset(&m).is_none() {
                     return Err(self.err(
@@ -182,8 +192,8 @@ impl<'a> Cx<'a> {
             }
             None => None,
         };
-        let capacity = self.single::<Bytes>(t, "disks", "capacity", "size")?;
-        let span = self.single::<Bytes>(t, "disks", "span", "size")?;
+        let capacity = self.single::<Bytes>(t, "disks", CAPACITY)?;
+        let span = self.single::<Bytes>(t, "disks", SPAN)?;
         if let Some((c, s)) = &capacity {
             if c.0 < Bytes::mib(64).0 {
                 return Err(self.err(
@@ -195,7 +205,7 @@ impl<'a> Cx<'a> {
             }
         }
         let params = self.disk_params(t, model.as_deref(), capacity.as_ref().map(|c| c.0))?;
-        let host_queue = match self.single::<u32>(t, "disks", "host_queue", "command count")? {
+        let host_queue = match self.single::<u32>(t, "disks", HOST_QUEUE)? {
             Some((0, span)) => {
                 return Err(self.err(
                     span,
@@ -307,19 +317,19 @@ impl<'a> Cx<'a> {
     }
 
     pub(super) fn run(&self, t: &'a Table) -> Result<RunOptions, PlanError> {
-        self.known_keys(t, "run", &["repeat", "seed", "target"])?;
-        let repeat = match self.single::<u32>(t, "run", "repeat", "count")? {
+        self.known_keys(t, "run", &RUN_KEYS)?;
+        let repeat = match self.single::<u32>(t, "run", REPEAT)? {
             Some((0, s)) => {
                 return Err(self.err(s, "run.repeat", Some("0".into()), "use 1 or more"))
             }
             Some((r, _)) => r,
-            None => 1,
+            None => RunOptions::default().repeat,
         };
         let seed = self
-            .single::<u64>(t, "run", "seed", "number")?
+            .single::<u64>(t, "run", SEED)?
             .map(|s| s.0)
-            .unwrap_or(1);
-        let target = match self.single::<String>(t, "run", "target", "target")? {
+            .unwrap_or(RunOptions::default().seed);
+        let target = match self.single::<String>(t, "run", TARGET)? {
             Some((tg, s)) => Some(
                 tg.parse::<TargetKind>()
                     .map_err(|e| self.err(s, "run.target", Some(format!("{tg:?}")), e))?,

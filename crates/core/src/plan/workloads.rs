@@ -3,34 +3,72 @@
 
 use super::*;
 
+const RW: Key = Key::new("rw", "fio rw mode");
+const BS: Key = Key::new("bs", "block size");
+const IODEPTH: Key = Key::new("iodepth", "queue depth").within(1, 65536);
+const NUMJOBS: Key = Key::new("numjobs", "job count").within(1, 1024);
+const SIZE: Key = Key::new("size", "size");
+const OFFSET: Key = Key::new("offset", "size");
+const RUNTIME: Key = Key::new("runtime", "duration");
+const RAMP: Key = Key::new("ramp", "duration");
+const RWMIXREAD: Key = Key::new("rwmixread", "percentage").within(0, 100);
+const IOENGINE: Key = Key::new("ioengine", "fio ioengine");
+const DIRECT: Key = Key::new("direct", "true or false");
+
+/// The fields of a `[workloads]` table, in the order its errors name them.
+pub(super) const WORKLOAD_KEYS: [Key; 11] = [
+    RW, BS, IODEPTH, NUMJOBS, SIZE, OFFSET, RUNTIME, RAMP, RWMIXREAD, IOENGINE, DIRECT,
+];
+
+/// The fields of one `[workloads]` table as written (lists with their spans), with the
+/// defaults of those it leaves out.
+struct WorkloadFields {
+    rws: Vec<At<Rw>>,
+    bss: Vec<At<Bytes>>,
+    depths: Vec<At<u32>>,
+    jobs: Vec<At<u32>>,
+    size: At<Bytes>,
+    offset: Bytes,
+    runtime: At<Nanos>,
+    ramp: Nanos,
+    rwmix: At<u8>,
+    ioengine: String,
+    direct: bool,
+}
+
 impl<'a> Cx<'a> {
     pub(super) fn workload_matrix(
         &self,
         t: &'a Table,
         prefix: &str,
     ) -> Result<Vec<At<Workload>>, PlanError> {
-        self.known_keys(
-            t,
-            prefix,
-            &[
-                "rw",
-                "bs",
-                "iodepth",
-                "numjobs",
-                "size",
-                "offset",
-                "runtime",
-                "ramp",
-                "rwmixread",
-                "ioengine",
-                "direct",
-            ],
-        )?;
-        let rws = self.many::<Rw>(t, prefix, "rw", "fio rw mode")?;
+        self.known_keys(t, prefix, &WORKLOAD_KEYS)?;
+        let w = self.workload_fields(t, prefix)?;
+        self.check_runtime_and_mix(&w, prefix)?;
+        self.check_block_sizes(prefix, &w.bss, w.size.0, &w.size.1)?;
+        self.check_count(prefix, IODEPTH, &w.depths)?;
+        self.check_count(prefix, NUMJOBS, &w.jobs)?;
+        let mut out = Vec::new();
+        for (rw, rw_span) in &w.rws {
+            for (bs, _) in &w.bss {
+                for (iodepth, _) in &w.depths {
+                    for (numjobs, _) in &w.jobs {
+                        let span = w.size.1.clone().or(rw_span.clone());
+                        out.push((workload(&w, *rw, *bs, *iodepth, *numjobs), span));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Read every field of the table, with the defaults of those it leaves out.
+    fn workload_fields(&self, t: &'a Table, prefix: &str) -> Result<WorkloadFields, PlanError> {
+        let rws = self.many::<Rw>(t, prefix, RW)?;
         if rws.is_empty() {
             return Err(self.err(
                 t.span(),
-                &format!("{prefix}.rw"),
+                &RW.at(prefix),
                 None,
                 "name at least one, e.g. rw = [\"randread\", \"randwrite\"]",
             ));
@@ -42,82 +80,68 @@ impl<'a> Cx<'a> {
                 v
             }
         };
-        let mut bss = self.many::<Bytes>(t, prefix, "bs", "block size")?;
+        let mut bss = self.many::<Bytes>(t, prefix, BS)?;
         if bss.is_empty() {
             bss.push((Bytes::kib(4), None));
         }
-        let depths = or_default(self.many::<u32>(t, prefix, "iodepth", "queue depth")?, 1);
-        let jobs = or_default(self.many::<u32>(t, prefix, "numjobs", "job count")?, 1);
-        let size = self.single::<Bytes>(t, prefix, "size", "size")?;
-        let (size, size_span) = size.unwrap_or((Bytes::gib(1), None));
+        let depths = or_default(self.many::<u32>(t, prefix, IODEPTH)?, 1);
+        let jobs = or_default(self.many::<u32>(t, prefix, NUMJOBS)?, 1);
+        let size = self.single::<Bytes>(t, prefix, SIZE)?;
+        let size = size.unwrap_or((Bytes::gib(1), None));
         let (offset, _) = self
-            .single::<Bytes>(t, prefix, "offset", "size")?
+            .single::<Bytes>(t, prefix, OFFSET)?
             .unwrap_or((Bytes(0), None));
-        let (runtime, rt_span) = self
-            .single::<Nanos>(t, prefix, "runtime", "duration")?
+        let runtime = self
+            .single::<Nanos>(t, prefix, RUNTIME)?
             .unwrap_or((Nanos::from_secs(60), None));
         let (ramp, _) = self
-            .single::<Nanos>(t, prefix, "ramp", "duration")?
+            .single::<Nanos>(t, prefix, RAMP)?
             .unwrap_or((Nanos::ZERO, None));
-        let (rwmix, mix_span) = self
-            .single::<u8>(t, prefix, "rwmixread", "percentage")?
+        let rwmix = self
+            .single::<u8>(t, prefix, RWMIXREAD)?
             .unwrap_or((50, None));
         let (ioengine, _) = self
-            .single::<String>(t, prefix, "ioengine", "fio ioengine")?
+            .single::<String>(t, prefix, IOENGINE)?
             .unwrap_or(("libaio".into(), None));
         let (direct, _) = self
-            .single::<bool>(t, prefix, "direct", "true or false")?
+            .single::<bool>(t, prefix, DIRECT)?
             .unwrap_or((true, None));
+        Ok(WorkloadFields {
+            rws,
+            bss,
+            depths,
+            jobs,
+            size,
+            offset,
+            runtime,
+            ramp,
+            rwmix,
+            ioengine,
+            direct,
+        })
+    }
 
+    /// A runtime fio can measure in; a read share that is a percentage.
+    fn check_runtime_and_mix(&self, w: &WorkloadFields, prefix: &str) -> Result<(), PlanError> {
+        let (runtime, rt_span) = &w.runtime;
         if runtime.0 < Nanos::from_millis(100).0 {
             return Err(self.err(
-                rt_span,
-                &format!("{prefix}.runtime"),
+                rt_span.clone(),
+                &RUNTIME.at(prefix),
                 Some(format!("\"{runtime}\"")),
                 "use at least 100ms, e.g. \"60s\"",
             ));
         }
-        if rwmix > 100 {
+        let (rwmix, mix_span) = &w.rwmix;
+        if !RWMIXREAD.takes(u32::from(*rwmix)) {
             return Err(self.err(
-                mix_span,
-                &format!("{prefix}.rwmixread"),
+                mix_span.clone(),
+                &RWMIXREAD.at(prefix),
                 Some(rwmix.to_string()),
-                "a percentage: 0 to 100",
+                format!("a percentage: {} to {}", RWMIXREAD.min(), RWMIXREAD.max()),
             ));
         }
-        self.check_block_sizes(prefix, &bss, size, &size_span)?;
-        self.check_count(prefix, "iodepth", &depths, 65536)?;
-        self.check_count(prefix, "numjobs", &jobs, 1024)?;
-        let mut out = Vec::new();
-        for (rw, rw_span) in &rws {
-            for (bs, _) in &bss {
-                for (iodepth, _) in &depths {
-                    for (numjobs, _) in &jobs {
-                        out.push((
-                            Workload {
-                                rw: *rw,
-                                bs: *bs,
-                                iodepth: *iodepth,
-                                numjobs: *numjobs,
-                                size,
-                                offset,
-                                runtime,
-                                ramp,
-                                rwmixread: if matches!(rw, Rw::RandRw | Rw::Rw) {
-                                    rwmix
-                                } else {
-                                    rw.read_fraction(0) as u8 * 100
-                                },
-                                ioengine: ioengine.clone(),
-                                direct,
-                            },
-                            size_span.clone().or(rw_span.clone()),
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(out)
+        Ok(())
     }
 
     /// Block sizes fio takes (multiples of 512 bytes) that fit in the test region.
@@ -132,7 +156,7 @@ impl<'a> Cx<'a> {
             if bs.0 < 512 || !bs.0.is_multiple_of(512) {
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.bs"),
+                    &BS.at(prefix),
                     Some(format!("\"{}\"", bs.to_fio())),
                     "use a multiple of 512 bytes, e.g. 4k or 1m",
                 ));
@@ -140,7 +164,7 @@ impl<'a> Cx<'a> {
             if *bs > size {
                 return Err(self.err(
                     size_span.clone(),
-                    &format!("{prefix}.size"),
+                    &SIZE.at(prefix),
                     Some(format!("\"{}\"", size.to_fio())),
                     format!(
                         "smaller than the block size {}; make size larger",
@@ -152,24 +176,39 @@ impl<'a> Cx<'a> {
         Ok(())
     }
 
-    /// A count field (`iodepth`, `numjobs`) from 1 to `max`.
-    fn check_count(
-        &self,
-        prefix: &str,
-        key: &str,
-        values: &[At<u32>],
-        max: u32,
-    ) -> Result<(), PlanError> {
+    /// A count field (`iodepth`, `numjobs`) within its range.
+    fn check_count(&self, prefix: &str, key: Key, values: &[At<u32>]) -> Result<(), PlanError> {
         for (v, span) in values {
-            if *v == 0 || *v > max {
+            if !key.takes(*v) {
                 return Err(self.err(
                     span.clone(),
-                    &format!("{prefix}.{key}"),
+                    &key.at(prefix),
                     Some(v.to_string()),
-                    format!("use 1 to {max}"),
+                    format!("use {} to {}", key.min(), key.max()),
                 ));
             }
         }
         Ok(())
+    }
+}
+
+/// One workload of the matrix; `rwmixread` only for the mixed modes.
+fn workload(w: &WorkloadFields, rw: Rw, bs: Bytes, iodepth: u32, numjobs: u32) -> Workload {
+    Workload {
+        rw,
+        bs,
+        iodepth,
+        numjobs,
+        size: w.size.0,
+        offset: w.offset,
+        runtime: w.runtime.0,
+        ramp: w.ramp,
+        rwmixread: if matches!(rw, Rw::RandRw | Rw::Rw) {
+            w.rwmix.0
+        } else {
+            rw.read_fraction(0) as u8 * 100
+        },
+        ioengine: w.ioengine.clone(),
+        direct: w.direct,
     }
 }
