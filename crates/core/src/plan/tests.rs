@@ -1,0 +1,424 @@
+//! The plan parser's tests: expansion, case ids, and every error's field, line and fix.
+use super::*;
+
+const SEED_2013: &str = r#"
+name = "seed-2013"
+[disks]
+count = 6
+model = "hdd-7200-500g-2010"
+[arrays]
+engine = "md"
+level = ["raid0", "raid10", "raid5", "raid6"]
+layout = []
+chunk = ["512k"]
+filesystem = "xfs"
+write_cache = "off"
+[workloads]
+rw = ["randread", "randwrite"]
+bs = ["4k"]
+iodepth = [4]
+numjobs = [1]
+size = "10g"
+runtime = "60s"
+[run]
+repeat = 1
+"#;
+
+fn parse(s: &str) -> Result<Plan, PlanError> {
+    Plan::parse(s, Path::new("p.toml"))
+}
+
+/// Issue 15, item 13: a number where a word belongs, relative or non-text device
+/// paths, and control characters in the name are refused, each at its line.
+#[test]
+fn numbers_for_words_relative_devices_and_control_characters_are_refused() {
+    let cases = [
+        (
+            SEED_2013.replace(
+                "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                "level = 5",
+            ),
+            "arrays.level",
+            "must be text in quotes",
+        ),
+        (
+            SEED_2013.replace("rw = [\"randread\", \"randwrite\"]", "rw = [1, 2]"),
+            "workloads.rw",
+            "must be text in quotes",
+        ),
+        (
+            SEED_2013.replace("count = 6", "devices = [1, 2, 3]"),
+            "disks.devices",
+            "must be text in quotes",
+        ),
+        (
+            SEED_2013.replace("count = 6", "devices = [\"sdb\", \"sdc\"]"),
+            "disks.devices",
+            "absolute",
+        ),
+        (
+            SEED_2013.replace("name = \"seed-2013\"", "name = \"a\\u0000b\""),
+            "name",
+            "control characters",
+        ),
+        (
+            SEED_2013.replace("name = \"seed-2013\"", "name = \"..\""),
+            "name",
+            "not `.` or `..`",
+        ),
+    ];
+    for (text, field, why) in cases {
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains(why), "{e}");
+        assert!(e.line.is_some(), "{e}");
+    }
+    // Numbers where numbers belong still pass, as numbers or text.
+    assert!(parse(&SEED_2013.replace("iodepth = [4]", "iodepth = [\"4\", 8]")).is_ok());
+}
+
+/// Issue 15, item 13, the rest: a number for a word says which word to write (or the
+/// words the field takes), floats and dates are no words either, and control characters
+/// are refused in the description (but new lines) and in device paths.
+#[test]
+fn numbers_for_words_name_the_word_and_control_characters_are_refused_everywhere() {
+    let levels = "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]";
+    let refused = |text: String, field: &str, message: &str| {
+        let e = parse(&text).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            (field, message),
+            "{e}"
+        );
+        assert!(e.line.is_some(), "{e}");
+    };
+    let words = "must be text in quotes: write level = \"raid5\"";
+    refused(
+        SEED_2013.replace(levels, "level = 5"),
+        "arrays.level",
+        words,
+    );
+    let fix = "must be text in quotes: write \"raid10\"";
+    refused(
+        SEED_2013.replace(levels, "level = [\"raid5\", 10]"),
+        "arrays.level",
+        fix,
+    );
+    let fix = "must be text in quotes: use `md` or `btrfs`";
+    refused(
+        SEED_2013.replace("engine = \"md\"", "engine = 1"),
+        "arrays.engine",
+        fix,
+    );
+    for float in ["level = 5.0", "level = 1979-05-27"] {
+        let e = parse(&SEED_2013.replace(levels, float)).unwrap_err();
+        assert!(e.message.starts_with("must be text in quotes"), "{e}");
+    }
+    let described = |d: &str| SEED_2013.replace("[disks]", &format!("description = {d}\n[disks]"));
+    let fix = "use text without control characters (new lines and tabs are fine): it is printed on terminals and in reports";
+    refused(described("\"a\\u0000b\""), "description", fix);
+    refused(described("\"a\\u001b[2Jb\""), "description", fix);
+    assert!(parse(&described("\"\"\"two\n\tlines\"\"\"")).is_ok());
+    let e = parse(&SEED_2013.replace(
+        "count = 6",
+        "devices = [\"/dev/sdb\", \"/dev/sd\\u0007c\", \"/dev/sdd\", \"/dev/sde\"]",
+    ))
+    .unwrap_err();
+    assert_eq!(e.field, "disks.devices", "{e}");
+    assert!(e.message.contains("no control characters"), "{e}");
+}
+
+/// A plan built in code is the plan its text would be, and is checked by the same rules.
+#[test]
+fn built_plans_equal_parsed_ones_and_keep_their_rules() {
+    let mut b = Plan::builder("seed-2013");
+    b.disks("count", 6u32)
+        .disks("model", "hdd-7200-500g-2010")
+        .array("level", "raid5")
+        .array("chunk", "64k")
+        .workload("rw", "randwrite")
+        .workload("iodepth", 4u32)
+        .workload("size", "10g");
+    let built = b.build(Path::new("<code>")).unwrap();
+    let parsed = parse(
+        "name = \"seed-2013\"\n[disks]\ncount = 6\nmodel = \"hdd-7200-500g-2010\"\n[arrays]\nlevel = \"raid5\"\nchunk = \"64k\"\n[workloads]\nrw = \"randwrite\"\niodepth = 4\nsize = \"10g\"\n",
+    )
+    .unwrap();
+    assert_eq!(built.cases(), parsed.cases());
+    // Text goes in as text, whatever it holds (a plan's text would need escaping).
+    let e = b
+        .disks("model", "a\u{1b}b\"")
+        .build(Path::new("<code>"))
+        .unwrap_err();
+    assert_eq!((e.field.as_str(), e.line), ("disks.model", None), "{e}");
+    assert_eq!(e.value.as_deref(), Some("\"a\\u{1b}b\\\"\""));
+    let e = b
+        .disks("model", "hdd-7200")
+        .array("level", 5u32)
+        .build(Path::new("<code>"))
+        .unwrap_err();
+    assert_eq!(e.field, "arrays.level");
+    assert!(e.message.starts_with("must be text in quotes"), "{e}");
+}
+
+/// Each field is defined once (`Key`); docs/plan.md has a row for every one, in its
+/// section, with the range the parser holds it to.
+#[test]
+fn docs_list_every_field_with_its_range() {
+    let docs = include_str!("../../../../docs/plan.md");
+    let section = |heading: &str| {
+        let start = docs.find(&format!("\n## {heading}")).expect(heading);
+        let rest = &docs[start + 1..];
+        &rest[..rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3)]
+    };
+    let tables: [(&str, &[Key]); 5] = [
+        ("Top level", &sections::TOP_KEYS[..2]),
+        ("`[disks]`", &sections::DISK_KEYS),
+        ("`[arrays]`", &arrays::ARRAY_KEYS),
+        ("`[workloads]`", &workloads::WORKLOAD_KEYS),
+        ("`[run]`", &sections::RUN_KEYS),
+    ];
+    for (heading, keys) in tables {
+        let text = section(heading);
+        for key in keys {
+            let row = text
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", key.name)))
+                .unwrap_or_else(|| panic!("docs/plan.md {heading} has no row for {}", key.name));
+            if let Some((min, max)) = key.range {
+                assert!(row.contains(&format!("{min}–{max}")), "{row}");
+            }
+        }
+    }
+    for table in &sections::TOP_KEYS[2..] {
+        assert!(
+            docs.contains(&format!("## `[{}]`", table.name)),
+            "{}",
+            table.name
+        );
+    }
+}
+
+#[test]
+fn issue_shape_expands_to_eight_cases() {
+    let p = parse(SEED_2013).unwrap();
+    assert_eq!(p.cases().len(), 8);
+    assert_eq!(p.expected_runtime(), Nanos::from_secs(480));
+    let r10 = p
+        .cases()
+        .iter()
+        .find(|c| c.array.level == Level::Raid10)
+        .unwrap();
+    assert_eq!(r10.array.layout, Some(Layout::Near(2)));
+}
+
+#[test]
+fn raid6_on_three_disks_names_line_and_fix() {
+    let e = parse(&SEED_2013.replace("count = 6", "count = 3")).unwrap_err();
+    assert_eq!(e.line, Some(8), "{e}");
+    assert_eq!(e.field, "arrays.level");
+    assert!(
+        e.to_string().contains("raid6 needs at least 4 disks"),
+        "{e}"
+    );
+}
+
+#[test]
+fn far_layout_on_raid5_is_refused() {
+    let e = parse(&SEED_2013.replace("layout = []", "layout = [\"f2\"]")).unwrap_err();
+    assert_eq!(e.field, "arrays.layout");
+    assert_eq!(e.line, Some(9));
+    assert!(e.message.contains("does not apply to raid0"), "{e}");
+}
+
+#[test]
+fn btrfs_with_chunk_is_refused() {
+    let e = parse(
+        &SEED_2013
+            .replace("engine = \"md\"", "engine = \"btrfs\"")
+            .replace("filesystem = \"xfs\"", ""),
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "arrays.chunk");
+    assert!(e.message.contains("remove `chunk`"), "{e}");
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let e = parse(&SEED_2013.replace("iodepth = [4]", "io_depth = [4]")).unwrap_err();
+    assert_eq!(e.field, "workloads.io_depth");
+    assert!(e.message.contains("iodepth"), "{e}");
+}
+
+#[test]
+fn bad_unit_is_named_with_its_value() {
+    let e = parse(&SEED_2013.replace("\"10g\"", "\"10 gigs\"")).unwrap_err();
+    assert_eq!(e.field, "workloads.size");
+    assert_eq!(e.value.as_deref(), Some("\"10 gigs\""));
+    assert_eq!(e.line, Some(18));
+}
+
+#[test]
+fn case_ids_are_stable_and_distinct() {
+    let a = parse(SEED_2013).unwrap();
+    let b = parse(&SEED_2013.replace("name = \"seed-2013\"", "name = \"other\"")).unwrap();
+    let ids_a: Vec<_> = a.cases().iter().map(|c| c.id.clone()).collect();
+    let ids_b: Vec<_> = b.cases().iter().map(|c| c.id.clone()).collect();
+    assert_eq!(
+        ids_a, ids_b,
+        "the plan name is not part of a case's configuration"
+    );
+    let set: BTreeSet<_> = ids_a.iter().collect();
+    assert_eq!(set.len(), ids_a.len());
+}
+
+fn with_params(params: &str) -> String {
+    SEED_2013.replace("[arrays]", &format!("[disks.params]\n{params}\n[arrays]"))
+}
+
+#[test]
+fn host_queue_is_part_of_the_case_only_when_set() {
+    let plain = parse(SEED_2013).unwrap();
+    assert_eq!(plain.disks.host_queue, None);
+    let queued = parse(&SEED_2013.replace("[arrays]", "host_queue = 4\n[arrays]")).unwrap();
+    assert_eq!(queued.cases()[0].disks.host_queue, Some(4));
+    for (a, b) in plain.cases().iter().zip(queued.cases()) {
+        assert_ne!(a.id, b.id, "another adapter is another experiment");
+    }
+    let e = parse(&SEED_2013.replace("[arrays]", "host_queue = 0\n[arrays]")).unwrap_err();
+    assert_eq!(e.field, "disks.host_queue");
+    assert!(e.message.contains("drop host_queue"), "{}", e.message);
+}
+
+#[test]
+fn disk_params_override_the_model_and_change_case_ids() {
+    let plain = parse(SEED_2013).unwrap();
+    let tuned = parse(&with_params("queue_depth = 1\navg_seek = \"9ms\"")).unwrap();
+    let d = &tuned.cases()[0].disks;
+    assert_eq!(d.params.get("queue_depth").map(String::as_str), Some("1"));
+    assert_eq!(d.params.get("avg_seek").map(String::as_str), Some("9ms"));
+    let model = d.resolved_model().unwrap().unwrap();
+    let crate::disk::DiskKind::Hdd(h) = model.kind else {
+        panic!("an hdd preset")
+    };
+    assert_eq!((h.queue_depth, h.avg_seek), (1, Nanos::from_millis(9)));
+    for (a, b) in plain.cases().iter().zip(tuned.cases()) {
+        assert_ne!(a.id, b.id, "another disk is another experiment");
+    }
+}
+
+#[test]
+fn bad_disk_params_name_field_line_and_value() {
+    let e = parse(&with_params("seek = \"9ms\"")).unwrap_err();
+    assert_eq!(e.field, "disks.params.seek");
+    assert_eq!(e.line, Some(7));
+    assert!(e.message.contains("avg_seek"), "{}", e.message);
+    let e = parse(&with_params("avg_seek = \"soon\"")).unwrap_err();
+    assert_eq!(e.field, "disks.params.avg_seek");
+    assert_eq!(e.value.as_deref(), Some("\"soon\""));
+    assert!(e.message.contains("8500us"), "{}", e.message);
+    let e = parse(&with_params("avg_seek = \"a: b\"")).unwrap_err();
+    assert_eq!(e.value.as_deref(), Some("\"a: b\""));
+    assert!(
+        e.message.starts_with("expects a value like"),
+        "{}",
+        e.message
+    );
+    let e = parse(&with_params("queue_depth = true")).unwrap_err();
+    assert_eq!(e.field, "disks.params.queue_depth");
+    let e = parse(&with_params("queue_depth = 1").replace("model = \"hdd-7200-500g-2010\"\n", ""))
+        .unwrap_err();
+    assert_eq!(e.field, "disks.params");
+    assert!(e.message.contains("disks.model"), "{}", e.message);
+}
+
+#[test]
+fn array_of_tables_union() {
+    let p = parse(
+        r#"
+name = "s2019"
+[disks]
+count = 4
+model = "hdd-7200-16t-2019"
+span = "30g"
+[[arrays]]
+level = "raid5"
+[[arrays]]
+level = "raid10"
+layout = ["n2", "f2"]
+[[workloads]]
+rw = ["read", "write"]
+bs = "1m"
+iodepth = 32
+size = "20g"
+[[workloads]]
+rw = ["randread", "randwrite"]
+iodepth = 32
+numjobs = 4
+size = "20g"
+"#,
+    )
+    .unwrap();
+    assert_eq!(p.cases().len(), 12);
+}
+
+#[test]
+fn bitmaps_only_on_md_arrays_with_redundancy_or_chunks() {
+    let md = parse(&SEED_2013.replace("write_cache = \"off\"", "bitmap = \"internal\"")).unwrap();
+    assert!(md
+        .cases()
+        .iter()
+        .all(|c| c.array.bitmap == Bitmap::Internal));
+    let btrfs = parse(
+        &SEED_2013
+            .replace("engine = \"md\"", "engine = \"btrfs\"")
+            .replace(
+                "level = [\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+                "level = [\"raid1\"]",
+            )
+            .replace(
+                "layout = []\nchunk = [\"512k\"]\nfilesystem = \"xfs\"",
+                "bitmap = \"internal\"",
+            ),
+    )
+    .unwrap();
+    assert!(
+        btrfs.cases().iter().all(|c| c.array.bitmap == Bitmap::None),
+        "btrfs has no md bitmap"
+    );
+}
+
+#[test]
+fn real_devices_of_unknown_size_defer_the_size_check() {
+    let p = parse(
+        "name = \"h\"\n[disks]\ndevices = [\"/dev/a\", \"/dev/b\", \"/dev/c\"]\n[arrays]\nlevel = \"raid5\"\n[workloads]\nrw = \"randread\"\nsize = \"100t\"\n",
+    )
+    .unwrap();
+    assert_eq!(p.cases().len(), 1);
+    assert_eq!(p.disks.count, 3);
+}
+
+#[test]
+fn too_big_a_file_is_refused() {
+    let e = parse(&SEED_2013.replace("\"10g\"", "\"10t\"")).unwrap_err();
+    assert_eq!(e.field, "workloads.size");
+    assert!(e.message.contains("holds only"), "{e}");
+}
+
+proptest::proptest! {
+    #[test]
+    fn any_text_gives_a_plan_or_an_error(s in "[\\[\\]a-z0-9=\" \n.,_-]{0,200}") {
+        let _ = parse(&s);
+    }
+
+    #[test]
+    fn expansion_is_the_cross_product(nl in 1usize..4, nc in 1usize..4, nr in 1usize..5, nq in 1usize..4) {
+        let levels = ["raid0", "raid5", "raid6"][..nl].iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(",");
+        let chunks = ["64k", "128k", "256k"][..nc].iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
+        let rws = ["read", "write", "randread", "randwrite"][..nr].iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
+        let qds = [1, 4, 32][..nq].iter().map(|q| q.to_string()).collect::<Vec<_>>().join(",");
+        let text = format!("name = \"x\"\n[disks]\ncount = 6\nmodel = \"hdd-7200\"\n[arrays]\nlevel = [{levels}]\nchunk = [{chunks}]\n[workloads]\nrw = [{rws}]\niodepth = [{qds}]\n");
+        let p = parse(&text).unwrap();
+        proptest::prop_assert_eq!(p.cases().len(), nl * nc * nr * nq);
+    }
+}
