@@ -121,84 +121,16 @@ impl<'a> Cx<'a> {
 
     pub(super) fn disks(&self, t: &'a Table) -> Result<DiskSet, PlanError> {
         self.known_keys(t, "disks", &DISK_KEYS)?;
-        let devices = self.many::<String>(t, "disks", DEVICES)?;
-        if let Some((d, span)) = devices.iter().find(|(d, _)| !d.starts_with('/')) {
-            return Err(self.err(
-                span.clone(),
-                "disks.devices",
-                Some(format!("{d:?}")),
-                "device paths are absolute: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
-            ));
-        }
-        if let Some((d, span)) = devices
-            .iter()
-            .find(|(d, _)| d.chars().any(char::is_control))
-        {
-            return Err(self.err(
-                span.clone(),
-                "disks.devices",
-                Some(format!("{d:?}")),
-                "a device path has no control characters: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
-            ));
-        }
-        let devices: Vec<String> = devices.into_iter().map(|d| d.0).collect();
-        let count = match self.single::<u32>(t, "disks", COUNT)? {
-            Some((c, span)) => {
-                if !COUNT.takes(c) {
-                    return Err(self.err(
-                        span,
-                        "disks.count",
-                        Some(c.to_string()),
-                        format!("use between {} and {} disks", COUNT.min(), COUNT.max()),
-                    ));
-                }
-                if !devices.is_empty() && devices.len() != c as usize {
-                    return Err(self.err(
-                        span,
-                        "disks.count",
-                        Some(c.to_string()),
-                        format!(
-                            "{} devices are listed; make count match or drop it",
-                            devices.len()
-                        ),
-                    ));
-                }
-                c
-            }
-            None if !devices.is_empty() => devices.len() as u32,
-            None => {
-                return Err(self.err(
-                    t.span(),
-                    "disks.count",
-                    None,
-                    "say how many disks, e.g. count = 4",
-                ))
-            }
-        };
-        let model = match self.single::<String>(t, "disks", MODEL)? {
-            Some((m, span)) => {
-                if DiskModel::preset(&m).is_none() {
-                    return Err(self.err(
-                        span,
-                        "disks.model",
-                        Some(format!("{m:?}")),
-                        format!(
-                            "unknown disk model; use one of: {}",
-                            DiskModel::preset_names().join(", ")
-                        ),
-                    ));
-                }
-                Some(m)
-            }
-            None => None,
-        };
+        let devices = self.devices(t)?;
+        let count = self.disk_count(t, &devices)?;
+        let model = self.disk_model(t)?;
         let capacity = self.single::<Bytes>(t, "disks", CAPACITY)?;
         let span = self.single::<Bytes>(t, "disks", SPAN)?;
         if let Some((c, s)) = &capacity {
             if c.0 < Bytes::mib(64).0 {
                 return Err(self.err(
                     s.clone(),
-                    "disks.capacity",
+                    &CAPACITY.at("disks"),
                     Some(c.to_fio()),
                     "a disk must hold at least 64m",
                 ));
@@ -209,7 +141,7 @@ impl<'a> Cx<'a> {
             Some((0, span)) => {
                 return Err(self.err(
                     span,
-                    "disks.host_queue",
+                    &HOST_QUEUE.at("disks"),
                     Some("0".into()),
                     "the host adapter takes at least one command; drop host_queue for disks on their own ports",
                 ))
@@ -228,6 +160,86 @@ impl<'a> Cx<'a> {
         Ok(set)
     }
 
+    /// `devices`: absolute paths without control characters.
+    fn devices(&self, t: &'a Table) -> Result<Vec<String>, PlanError> {
+        let devices = self.many::<String>(t, "disks", DEVICES)?;
+        if let Some((d, span)) = devices.iter().find(|(d, _)| !d.starts_with('/')) {
+            return Err(self.err(
+                span.clone(),
+                &DEVICES.at("disks"),
+                Some(format!("{d:?}")),
+                "device paths are absolute: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
+            ));
+        }
+        if let Some((d, span)) = devices
+            .iter()
+            .find(|(d, _)| d.chars().any(char::is_control))
+        {
+            return Err(self.err(
+                span.clone(),
+                &DEVICES.at("disks"),
+                Some(format!("{d:?}")),
+                "a device path has no control characters: name each disk as /dev/disk/by-id/… (see `raidlab disks`)",
+            ));
+        }
+        Ok(devices.into_iter().map(|d| d.0).collect())
+    }
+
+    /// `count`: within its range and the number of `devices` if both are given; the number
+    /// of `devices` if only they are.
+    fn disk_count(&self, t: &'a Table, devices: &[String]) -> Result<u32, PlanError> {
+        let Some((c, span)) = self.single::<u32>(t, "disks", COUNT)? else {
+            if !devices.is_empty() {
+                return Ok(devices.len() as u32);
+            }
+            return Err(self.err(
+                t.span(),
+                &COUNT.at("disks"),
+                None,
+                "say how many disks, e.g. count = 4",
+            ));
+        };
+        if !COUNT.takes(c) {
+            return Err(self.err(
+                span,
+                &COUNT.at("disks"),
+                Some(c.to_string()),
+                format!("use between {} and {} disks", COUNT.min(), COUNT.max()),
+            ));
+        }
+        if !devices.is_empty() && devices.len() != c as usize {
+            return Err(self.err(
+                span,
+                &COUNT.at("disks"),
+                Some(c.to_string()),
+                format!(
+                    "{} devices are listed; make count match or drop it",
+                    devices.len()
+                ),
+            ));
+        }
+        Ok(c)
+    }
+
+    /// `model`: one of the presets, if given.
+    fn disk_model(&self, t: &'a Table) -> Result<Option<String>, PlanError> {
+        let Some((m, span)) = self.single::<String>(t, "disks", MODEL)? else {
+            return Ok(None);
+        };
+        if DiskModel::preset(&m).is_none() {
+            return Err(self.err(
+                span,
+                &MODEL.at("disks"),
+                Some(format!("{m:?}")),
+                format!(
+                    "unknown disk model; use one of: {}",
+                    DiskModel::preset_names().join(", ")
+                ),
+            ));
+        }
+        Ok(Some(m))
+    }
+
     /// `[disks.params]`: overrides of the model's figures, kept as written, checked against
     /// the model (with the plan's capacity) they override.
     pub(super) fn disk_params(
@@ -242,7 +254,7 @@ impl<'a> Cx<'a> {
         let Some(table) = item.as_table_like() else {
             return Err(self.err(
                 item.span(),
-                "disks.params",
+                &PARAMS.at("disks"),
                 None,
                 "use a table, e.g. [disks.params] queue_depth = 1",
             ));
@@ -250,7 +262,7 @@ impl<'a> Cx<'a> {
         if model.is_none() && !table.is_empty() {
             return Err(self.err(
                 item.span(),
-                "disks.params",
+                &PARAMS.at("disks"),
                 None,
                 "parameters override a disk model's figures; set disks.model too",
             ));
@@ -307,7 +319,7 @@ impl<'a> Cx<'a> {
         match (disks.span, capacity) {
             (Some(s), Some(c)) if s > c => Err(self.err(
                 t.get("span").and_then(|i| i.span()),
-                "disks.span",
+                &SPAN.at("disks"),
                 Some(s.to_fio()),
                 format!("is larger than the disk ({c}); use a span up to the capacity"),
             )),
@@ -320,7 +332,7 @@ impl<'a> Cx<'a> {
         self.known_keys(t, "run", &RUN_KEYS)?;
         let repeat = match self.single::<u32>(t, "run", REPEAT)? {
             Some((0, s)) => {
-                return Err(self.err(s, "run.repeat", Some("0".into()), "use 1 or more"))
+                return Err(self.err(s, &REPEAT.at("run"), Some("0".into()), "use 1 or more"))
             }
             Some((r, _)) => r,
             None => RunOptions::default().repeat,
@@ -332,7 +344,7 @@ impl<'a> Cx<'a> {
         let target = match self.single::<String>(t, "run", TARGET)? {
             Some((tg, s)) => Some(
                 tg.parse::<TargetKind>()
-                    .map_err(|e| self.err(s, "run.target", Some(format!("{tg:?}")), e))?,
+                    .map_err(|e| self.err(s, &TARGET.at("run"), Some(format!("{tg:?}")), e))?,
             ),
             None => None,
         };
