@@ -8,6 +8,40 @@ use std::io::Write;
 use std::path::Path;
 
 pub fn sim(a: SimArgs) -> Result<()> {
+    let plan = plan(&a)?;
+    let case = &plan.cases()[0];
+    let out = raidlab_sim::simulate(case, a.seed)?;
+    let mut stdout = std::io::stdout().lock();
+    match a.format.as_str() {
+        "fio-json" => stdout.write_all(out.fio_json.as_bytes())?,
+        "csv" | "json" => {
+            let parsed = raidlab_fio::parse_output(&out.fio_json)?;
+            let mut row = raidlab_report::Row::new(
+                &case.id.0,
+                Some(case),
+                &case.workload,
+                "sim",
+                std::slice::from_ref(&parsed.figures),
+            );
+            // Held against the model from the simulated disk (no baseline here).
+            let e = raidlab_model::expectation(case, Some(&out.model), None);
+            let log = raidlab_model::iops_per_second(&out.iops_log);
+            let environment = out.environment(a.seed);
+            row.judge(
+                case,
+                e.as_ref(),
+                [(&parsed.figures, &environment, log.as_slice())],
+            );
+            let format = a.format.parse().map_err(|e: String| anyhow!(e))?;
+            stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
+        }
+        other => bail!("--format {other}: use csv, json or fio-json"),
+    }
+    Ok(())
+}
+
+/// The one-case plan of the flags; an error names the flag its value came from.
+fn plan(a: &SimArgs) -> Result<Plan> {
     let mut b = Plan::builder("sim");
     b.disks("count", a.disks).disks("model", &a.disk);
     if let Some(c) = &a.disk_capacity {
@@ -51,7 +85,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
         .workload("rwmixread", a.rwmixread);
     // Errors name the plan field; the flag has the same name with dashes, but for the
     // disk fields whose flags are named after the disk.
-    let plan = b.build(Path::new("<command line>")).map_err(|e| {
+    b.build(Path::new("<command line>")).map_err(|e| {
         let flag = match e.field.as_str() {
             f if f.starts_with("disks.params") => "disk-param".to_string(),
             "disks.count" => "disks".to_string(),
@@ -61,34 +95,5 @@ pub fn sim(a: SimArgs) -> Result<()> {
         };
         let value = e.value.map(|v| format!(" = {v}")).unwrap_or_default();
         anyhow!("{}{value}: {} (from --{flag})", e.field, e.message)
-    })?;
-    let case = &plan.cases()[0];
-    let out = raidlab_sim::simulate(case, a.seed)?;
-    let mut stdout = std::io::stdout().lock();
-    match a.format.as_str() {
-        "fio-json" => stdout.write_all(out.fio_json.as_bytes())?,
-        "csv" | "json" => {
-            let parsed = raidlab_fio::parse_output(&out.fio_json)?;
-            let mut row = raidlab_report::Row::new(
-                &case.id.0,
-                Some(case),
-                &case.workload,
-                "sim",
-                std::slice::from_ref(&parsed.figures),
-            );
-            // Held against the model from the simulated disk (no baseline here).
-            let e = raidlab_model::expectation(case, Some(&out.model), None);
-            let log = raidlab_model::iops_per_second(&out.iops_log);
-            let environment = out.environment(a.seed);
-            row.judge(
-                case,
-                e.as_ref(),
-                [(&parsed.figures, &environment, log.as_slice())],
-            );
-            let format = a.format.parse().map_err(|e: String| anyhow!(e))?;
-            stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
-        }
-        other => bail!("--format {other}: use csv, json or fio-json"),
-    }
-    Ok(())
+    })
 }

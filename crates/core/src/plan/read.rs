@@ -1,5 +1,7 @@
 //! Reading TOML with positions: known keys, tables, strings, scalars or lists parsed
 //! with `FromStr`, each value kept with its span so that every error names its line.
+//! Also what a field is (`Key`: its name, what its values are called, its range) and what
+//! each field type takes from TOML (`PlanValue`: words and paths only as quoted text).
 
 use super::*;
 use std::str::FromStr;
