@@ -28,7 +28,7 @@ pub struct CaseOutput {
     /// Extra raw files (fio logs), by name.
     pub logs: Vec<(String, Vec<u8>)>,
     /// What was recorded about the system (or the model) while the case ran.
-    pub environment: serde_json::Value,
+    pub environment: raidlab_core::Environment,
 }
 
 #[derive(Debug, thiserror::Error)]

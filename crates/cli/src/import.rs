@@ -119,7 +119,13 @@ fn read_one(path: &Path, rel: &Path) -> Result<((CaseId, String, Workload), NewR
         figures: parsed.figures,
         raw_json: bytes,
         logs: vec![],
-        environment: serde_json::json!({ "imported_from": path.display().to_string(), "fio_job": job.name }),
+        environment: raidlab_core::Environment::with_details([
+            (
+                "imported_from".to_string(),
+                path.display().to_string().into(),
+            ),
+            ("fio_job".to_string(), job.name.clone().into()),
+        ]),
         started_unix: 0,
         wall_ns: 0,
         source: Some(rel.display().to_string()),

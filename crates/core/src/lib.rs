@@ -6,6 +6,7 @@
 
 pub mod case;
 pub mod disk;
+pub mod environment;
 pub mod plan;
 pub mod result;
 pub mod spec;
@@ -16,6 +17,7 @@ pub mod workload;
 
 pub use case::{Case, CaseId, DiskSet};
 pub use disk::{DiskKind, DiskModel};
+pub use environment::{CommandRun, Environment};
 pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{

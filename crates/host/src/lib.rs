@@ -18,7 +18,7 @@ pub mod seal;
 use journal::{DeviceId, Journal};
 use raidlab_backend::script::{self, Action, Phase, Step, Undo};
 use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
-use raidlab_core::{Case, Engine, Level};
+use raidlab_core::{Case, CommandRun, Engine, Environment, Level};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -287,31 +287,25 @@ impl HostTarget {
         before: serde_json::Value,
         during: serde_json::Value,
         resync_during: bool,
-    ) -> serde_json::Value {
+    ) -> Environment {
         // The keys the anomaly rules read (docs/exports.md), from what was recorded.
-        let write_cache_after: serde_json::Map<String, serde_json::Value> = r
+        let write_cache_after = r
             .members
             .iter()
             .zip(during["members"].as_array().into_iter().flatten())
-            .filter_map(|(m, st)| Some((m.clone(), st["write_cache"]["on"].as_bool()?.into())))
+            .filter_map(|(m, st)| Some((m.clone(), st["write_cache"]["on"].as_bool()?)))
             .collect();
-        let member_baseline_iops: Option<serde_json::Map<String, serde_json::Value>> =
-            std::fs::read(self.cfg.out.join(baseline::FILE))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<baseline::Baseline>(&b).ok())
-                .map(|b| {
-                    b.members
-                        .into_iter()
-                        .filter(|m| r.members.contains(&m.device))
-                        .map(|m| (m.device, m.randread_iops.into()))
-                        .collect()
-                });
-        serde_json::json!({
-            "write_cache_after": write_cache_after,
-            "member_baseline_iops": member_baseline_iops,
-            "md_bitmap": during["md_bitmap"],
-            "stripe_cache_size": during["stripe_cache_size"].as_str().and_then(|s| s.parse::<u64>().ok()),
-            "target": "host",
+        let member_baseline_iops = std::fs::read(self.cfg.out.join(baseline::FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<baseline::Baseline>(&b).ok())
+            .map(|b| {
+                b.members
+                    .into_iter()
+                    .filter(|m| r.members.contains(&m.device))
+                    .map(|m| (m.device, m.randread_iops))
+                    .collect()
+            });
+        let details = serde_json::json!({
             "hostname": std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).ok(),
             "tools": self.tools,
             "members": r.members,
@@ -323,11 +317,25 @@ impl HostTarget {
             },
             "write_cache_before": r.cache_was,
             "resync_seconds": r.resync_seconds,
-            "resync_during_fio": resync_during,
             "array_reused": reuse.array_up,
             "laid_out_by_earlier_case": reuse.laid_out,
-            "commands": r.commands,
-        })
+        });
+        Environment {
+            target: Some("host".into()),
+            resync_during_fio: Some(resync_during),
+            md_bitmap: during["md_bitmap"].as_str().map(str::to_string),
+            write_cache_after: Some(write_cache_after),
+            member_baseline_iops,
+            stripe_cache_size: during["stripe_cache_size"]
+                .as_str()
+                .and_then(|s| s.parse::<u64>().ok()),
+            commands: r.commands.clone(),
+            details: match details {
+                serde_json::Value::Object(m) => m,
+                _ => unreachable!("a json! object"),
+            },
+            ..Environment::default()
+        }
     }
 }
 
@@ -373,7 +381,7 @@ struct Running<'a> {
     work: PathBuf,
     opened: Vec<Undo>,
     /// Each step run: phase, shell form, seconds it took.
-    commands: Vec<serde_json::Value>,
+    commands: Vec<CommandRun>,
     cache_was: Vec<Option<bool>>,
     resync_seconds: Option<f64>,
     step_no: usize,
@@ -471,11 +479,11 @@ impl HostTarget {
             Action::StripeCache { pages } => set_stripe_cache(*pages)?,
             Action::WriteFile { path, text } => write_job_file(path, text)?,
         }
-        r.commands.push(serde_json::json!({
-            "phase": s.phase.name(),
-            "command": shown,
-            "seconds": (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-        }));
+        r.commands.push(CommandRun {
+            phase: s.phase.name().to_string(),
+            command: shown,
+            seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        });
         if let Some(u) = &s.closes {
             self.journal().close_entry(u)?;
             if let Some(i) = r.opened.iter().rposition(|o| o == u) {

@@ -9,10 +9,9 @@
 use crate::expect::{Basis, Expectation};
 use raidlab_core::Headline;
 use raidlab_core::{
-    stats, Bitmap, Case, DiskKind, Figures, Level, WriteCache, DEFAULT_STRIPE_CACHE,
+    stats, Bitmap, Case, DiskKind, Environment, Figures, Level, WriteCache, DEFAULT_STRIPE_CACHE,
 };
 use serde::Serialize;
-use serde_json::Value;
 
 /// Members whose baseline differs from the members' median by more than this share are
 /// "not uniform".
@@ -78,7 +77,7 @@ pub struct Anomaly {
 pub struct Observation<'a> {
     pub case: &'a Case,
     pub figures: &'a Figures,
-    pub environment: &'a Value,
+    pub environment: &'a Environment,
     /// Per-second IOPS (reads and writes summed), from the result's `iops.log`.
     pub iops_per_second: &'a [f64],
     pub expectation: Option<&'a Expectation>,
@@ -113,11 +112,7 @@ fn writes(o: &Observation) -> bool {
 
 /// `environment.resync_during_fio == true`.
 fn resync(o: &Observation) -> Option<Anomaly> {
-    if o.environment
-        .get("resync_during_fio")
-        .and_then(Value::as_bool)
-        != Some(true)
-    {
+    if o.environment.resync_during_fio != Some(true) {
         return None;
     }
     flag(
@@ -134,8 +129,8 @@ fn resync(o: &Observation) -> Option<Anomaly> {
 fn bitmap(o: &Observation) -> Option<Anomaly> {
     let env = o
         .environment
-        .get("md_bitmap")
-        .and_then(Value::as_str)
+        .md_bitmap
+        .as_deref()
         .filter(|b| !b.is_empty() && *b != "none");
     let spec = o.case.array.bitmap == Bitmap::Internal;
     if !writes(o) || !(spec || env.is_some()) {
@@ -160,10 +155,10 @@ fn write_cache(o: &Observation) -> Option<Anomaly> {
     }
     let on: Vec<&str> = o
         .environment
-        .get("write_cache_after")
-        .and_then(Value::as_object)?
+        .write_cache_after
+        .as_ref()?
         .iter()
-        .filter(|(_, v)| v.as_bool() == Some(true))
+        .filter(|(_, on)| **on)
         .map(|(k, _)| k.as_str())
         .collect();
     if on.is_empty() {
@@ -185,10 +180,10 @@ fn write_cache(o: &Observation) -> Option<Anomaly> {
 fn non_uniform(o: &Observation) -> Option<Anomaly> {
     let members: Vec<(&str, f64)> = o
         .environment
-        .get("member_baseline_iops")
-        .and_then(Value::as_object)?
+        .member_baseline_iops
+        .as_ref()?
         .iter()
-        .filter_map(|(k, v)| v.as_f64().map(|x| (k.as_str(), x)))
+        .map(|(k, v)| (k.as_str(), *v))
         .collect();
     let values: Vec<f64> = members.iter().map(|m| m.1).collect();
     let med = stats::median(&values)?;
@@ -230,11 +225,7 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
     let size = a
         .stripe_cache
         .map(u64::from)
-        .or_else(|| {
-            o.environment
-                .get("stripe_cache_size")
-                .and_then(Value::as_u64)
-        })
+        .or(o.environment.stripe_cache_size)
         .unwrap_or(DEFAULT_STRIPE_CACHE.into());
     if share >= STRIPE_SHORTFALL {
         return None;
@@ -387,7 +378,7 @@ mod tests {
     use crate::expect::{Basis, Expectation};
     use crate::tests::case;
     use raidlab_core::{DirectionFigures, Layout, Rw};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn figures(read_iops: f64, write_iops: f64, bs: f64) -> Figures {
         let d = |iops: f64| {
@@ -423,11 +414,16 @@ mod tests {
         }
     }
 
+    /// An environment as a target stores it (JSON), read back as the rules see it.
+    fn recorded(json: Value) -> Environment {
+        serde_json::from_value(json).expect("an environment")
+    }
+
     fn rules(c: &Case, f: &Figures, env: Value, log: &[f64], e: Option<&Expectation>) -> Vec<Rule> {
         anomalies(&Observation {
             case: c,
             figures: f,
-            environment: &env,
+            environment: &recorded(env),
             iops_per_second: log,
             expectation: e,
         })
@@ -483,7 +479,7 @@ mod tests {
         let a = anomalies(&Observation {
             case: &c,
             figures: &f,
-            environment: &on,
+            environment: &recorded(on.clone()),
             iops_per_second: &[],
             expectation: None,
         });
@@ -520,7 +516,7 @@ mod tests {
         let found = anomalies(&Observation {
             case: &c,
             figures: &slow,
-            environment: &json!({}),
+            environment: &Environment::default(),
             iops_per_second: &STEADY,
             expectation: Some(&e),
         });

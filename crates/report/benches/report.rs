@@ -56,7 +56,10 @@ fn main() {
     let plan = Plan::parse(PLAN, Path::new("bench.toml")).expect("bench plan parses");
     let cases = plan.cases();
     assert_eq!(cases.len(), 1000);
-    let env = serde_json::json!({"target": "sim", "write_cache_after": {"sda": false}});
+    let env: raidlab_core::Environment = serde_json::from_value(
+        serde_json::json!({"target": "sim", "write_cache_after": {"sda": false}}),
+    )
+    .expect("an environment");
     let inputs: Vec<(Figures, Vec<f64>)> = cases
         .iter()
         .enumerate()

@@ -55,7 +55,7 @@ fn median_figures(figures: &[&Figures]) -> Figures {
 fn disk_model(case: &Case, results: &[&StoredResult]) -> Option<DiskModel> {
     results
         .iter()
-        .find_map(|r| serde_json::from_value(r.environment.get("disk_model")?.clone()).ok())
+        .find_map(|r| r.environment.disk_model.clone())
         .or_else(|| case.disks.resolved_model().ok().flatten())
 }
 
@@ -141,10 +141,11 @@ pub fn build(store: &Store) -> Result<Built> {
                 // What really ran (the host target records it), else what would run.
                 let ran: Vec<String> = results
                     .first()
-                    .and_then(|r| r.environment["commands"].as_array())
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|c| c["command"].as_str().map(str::to_string))
+                    .map(|r| {
+                        r.environment
+                            .commands
+                            .iter()
+                            .map(|c| c.command.clone())
                             .collect()
                     })
                     .unwrap_or_default();

@@ -153,7 +153,7 @@ impl Row {
         &mut self,
         case: &Case,
         e: Option<&raidlab_model::Expectation>,
-        runs: impl IntoIterator<Item = (&'a Figures, &'a serde_json::Value, &'a [f64])>,
+        runs: impl IntoIterator<Item = (&'a Figures, &'a raidlab_core::Environment, &'a [f64])>,
     ) -> Vec<(usize, raidlab_model::Anomaly)> {
         let mut found = Vec::new();
         for (i, (figures, environment, iops_per_second)) in runs.into_iter().enumerate() {

@@ -4,7 +4,7 @@
 //! contract or to the report's sections shows up here as a reviewed diff (`cargo insta
 //! review`), never silently.
 
-use raidlab_core::{DirectionFigures, DiskModel, DiskUtil, Figures, Plan};
+use raidlab_core::{DirectionFigures, DiskModel, DiskUtil, Environment, Figures, Plan};
 use raidlab_model::expectation;
 use raidlab_report::{export, html, Detail, Dim, Format, Metric, Report, Row};
 use std::path::Path;
@@ -78,7 +78,10 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
         } else {
             vec![100.0; 6]
         };
-        let env = serde_json::json!({"target": "sim"});
+        let env = Environment {
+            target: Some("sim".into()),
+            ..Environment::default()
+        };
         let mut row = Row::new(&case.id.0, Some(case), &case.workload, "sim", &runs);
         let runs_judged = runs.iter().map(|f| (f, &env, log.as_slice()));
         let sentences: Vec<String> = row
@@ -90,7 +93,7 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
         details.push(Detail {
             formula: e.map(|e| e.formula),
             anomalies: sentences,
-            environment: env.to_string(),
+            environment: serde_json::to_string(&env).unwrap(),
             commands: vec!["mdadm --create …".into()],
             members: runs[0]
                 .disk_util

@@ -18,7 +18,7 @@ mod slab;
 use device::{Hdd, Ssd, Throttle};
 use engine::Engine;
 use raidlab_core::disk::{DiskKind, DiskModel};
-use raidlab_core::{Bytes, Case, WriteCache};
+use raidlab_core::{Bytes, Case, Environment, WriteCache};
 
 /// Why a case cannot be simulated, and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -51,15 +51,16 @@ impl SimOutput {
     /// What a simulated result records as its environment: the simulator, seed and disk
     /// model, and `resync_during_fio` — the key the host and vm targets read from
     /// `/proc/mdstat` — so the report flags a simulated resync as it flags a measured one.
-    pub fn environment(&self, seed: u64) -> serde_json::Value {
-        serde_json::json!({
-            "target": "sim",
-            "seed": seed,
-            "simulator": format!("raidlab-sim {}", env!("CARGO_PKG_VERSION")),
-            "disk_model": self.model,
-            "events": self.events,
-            "resync_during_fio": self.resync_ran,
-        })
+    pub fn environment(&self, seed: u64) -> Environment {
+        Environment {
+            target: Some("sim".into()),
+            seed: Some(seed),
+            simulator: Some(format!("raidlab-sim {}", env!("CARGO_PKG_VERSION"))),
+            disk_model: Some(self.model.clone()),
+            events: Some(self.events),
+            resync_during_fio: Some(self.resync_ran),
+            ..Environment::default()
+        }
     }
 }
 

@@ -52,7 +52,7 @@ pub struct NewResult {
     pub raw_json: Vec<u8>,
     /// Extra raw files (fio logs) by name, stored byte for byte.
     pub logs: Vec<(String, Vec<u8>)>,
-    pub environment: serde_json::Value,
+    pub environment: raidlab_core::Environment,
     pub started_unix: i64,
     pub wall_ns: u64,
     /// Where an imported result came from.
@@ -67,7 +67,7 @@ pub struct StoredResult {
     pub repetition: u32,
     pub target: String,
     pub figures: Figures,
-    pub environment: serde_json::Value,
+    pub environment: raidlab_core::Environment,
     /// fio's JSON, relative to `raw/` (see [`Store::raw_path`]).
     pub raw_file: String,
     pub source: Option<String>,

@@ -64,7 +64,8 @@ fn result(id: &CaseId, rep: u32, raw: &[u8]) -> NewResult {
         figures: figures(rep as u64),
         raw_json: raw.to_vec(),
         logs: vec![("iops.log".into(), b"1000, 5, 0, 4096, 0\n".to_vec())],
-        environment: serde_json::json!({"kernel": "6.8", "k": [1, 2.5]}),
+        environment: serde_json::from_value(serde_json::json!({"kernel": "6.8", "k": [1, 2.5]}))
+            .unwrap(),
         started_unix: 5,
         wall_ns: u64::MAX / 3,
         source: None,

@@ -14,7 +14,7 @@ pub mod lab;
 
 use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
 use raidlab_core::disk::{DiskKind, DiskModel};
-use raidlab_core::{Case, DiskSet};
+use raidlab_core::{Case, DiskSet, Environment};
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -499,10 +499,10 @@ impl VmTarget {
                 tail(console, 20)
             )
         })?;
-        let mut env: serde_json::Value = std::fs::read(d.join("environment.json"))
+        let mut env: Environment = std::fs::read(d.join("environment.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_else(|| serde_json::json!({}));
+            .unwrap_or_default();
         // The guest keeps fio's per-second logs as log-NAME, as the host target stores them.
         let mut logs = Vec::new();
         for name in ["iops.log", "lat.log"] {
@@ -514,9 +514,8 @@ impl VmTarget {
             self.model.as_ref().map(|m| &m.kind),
             Some(DiskKind::Throttle(_))
         );
-        if let Some(o) = env.as_object_mut() {
-            o.insert("target".into(), "vm".into());
-            o.insert(
+        env.target = Some("vm".into());
+        env.details.insert(
                 "vm".into(),
                 serde_json::json!({
                     "kernel": self.lab.kver,
@@ -533,7 +532,6 @@ impl VmTarget {
                     "cases_in_boot": cases,
                 }),
             );
-        }
         Ok(CaseOutput {
             fio_json,
             logs,

@@ -569,10 +569,11 @@ fn recorded_environment_flags_anomalies_in_the_report() {
             figures: first.figures.clone(),
             raw_json: raw,
             logs: vec![],
-            environment: serde_json::json!({
+            environment: serde_json::from_value(serde_json::json!({
                 "resync_during_fio": true,
                 "write_cache_after": {"/dev/sda": false, "/dev/sdb": true},
-            }),
+            }))
+            .unwrap(),
             started_unix: 0,
             wall_ns: 1,
             source: None,

@@ -222,17 +222,18 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
     let kver = kver();
     for r in &results {
         assert_eq!(r.target, "vm");
-        assert_eq!(r.environment["target"], "vm");
-        assert_eq!(r.environment["vm"]["kernel"], kver.as_str());
+        let recorded = &r.environment.details;
+        assert_eq!(r.environment.target.as_deref(), Some("vm"));
+        assert_eq!(recorded["vm"]["kernel"], kver.as_str());
         // The guest ran the lab's kernel (its own uname), with md.
-        assert_eq!(r.environment["tools"]["kernel"], kver.as_str());
+        assert_eq!(recorded["tools"]["kernel"], kver.as_str());
         assert!(
-            r.environment["during"]["mdstat"]
+            recorded["during"]["mdstat"]
                 .as_str()
                 .unwrap_or("")
                 .contains("md"),
             "no md array during fio: {}",
-            r.environment["during"]
+            recorded["during"]
         );
         // fio's per-second logs come back too, as the host and sim targets store them.
         for log in ["iops.log", "lat.log"] {
