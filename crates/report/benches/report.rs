@@ -12,23 +12,7 @@ use raidlab_store::{ExperimentMeta, NewResult, Store};
 use std::path::Path;
 use std::time::Instant;
 
-const PLAN: &str = r#"
-name = "bench"
-[disks]
-count = 6
-model = "hdd-7200"
-[arrays]
-level = ["raid0", "raid10", "raid5", "raid6"]
-chunk = ["64k", "128k", "256k", "512k", "1m"]
-filesystem = "xfs"
-write_cache = "off"
-[workloads]
-rw = ["read", "write", "randread", "randwrite", "randrw"]
-bs = ["4k", "1m"]
-iodepth = [1, 2, 4, 8, 16]
-size = "10g"
-runtime = "60s"
-"#;
+const PLAN: &str = include_str!("plans/bench.toml");
 
 fn direction(iops: f64, bs: f64) -> DirectionFigures {
     DirectionFigures {

@@ -22,25 +22,7 @@ use std::sync::atomic::AtomicBool;
 const TOLERANCE: f64 = 0.5;
 
 /// A plan with repetitions (whiskers) and two queue depths (queue-depth curves).
-const REPEATED: &str = r#"
-name = "repeated"
-[disks]
-count = 4
-model = "hdd-7200"
-[arrays]
-level = ["raid0", "raid5", "raid10"]
-chunk = ["64k", "512k"]
-filesystem = "xfs"
-write_cache = "off"
-[workloads]
-rw = ["randread", "randwrite"]
-bs = "4k"
-iodepth = [1, 4, 16]
-size = "10g"
-runtime = "5s"
-[run]
-repeat = 2
-"#;
+const REPEATED: &str = include_str!("plans/repeated.toml");
 
 /// Simulate every case and repetition of `plan` into a store and build its rows.
 fn simulate(plan: &Plan) -> Built {

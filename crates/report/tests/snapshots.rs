@@ -9,25 +9,7 @@ use raidlab_model::expectation;
 use raidlab_report::{export, html, Detail, Dim, Format, Metric, Report, Row};
 use std::path::Path;
 
-const PLAN: &str = r#"
-name = "snap"
-[disks]
-count = 4
-model = "hdd-7200-500g-2010"
-[arrays]
-level = ["raid0", "raid5"]
-chunk = ["64k", "512k"]
-filesystem = "xfs"
-write_cache = "off"
-[workloads]
-rw = ["randwrite"]
-bs = "4k"
-iodepth = [1, 8]
-size = "10g"
-runtime = "10s"
-[run]
-repeat = 2
-"#;
+const PLAN: &str = include_str!("plans/snap.toml");
 
 /// Figures of one run: write IOPS `iops`, latency in ms.
 fn figures(iops: f64, lat_ms: f64) -> Figures {

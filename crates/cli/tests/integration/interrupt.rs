@@ -6,21 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PLAN: &str = r#"
-name = "slow"
-[disks]
-count = 8
-model = "nvme"
-[arrays]
-level = "raid0"
-chunk = ["64k", "128k", "256k", "512k", "1m", "2m"]
-filesystem = "none"
-[workloads]
-rw = "randread"
-iodepth = 128
-size = "50g"
-runtime = "4s"
-"#;
+const PLAN: &str = include_str!("plans/slow.toml");
 
 fn results(dir: &Path) -> usize {
     std::fs::read_dir(dir.join("raw")).map_or(0, |d| {

@@ -1,28 +1,7 @@
 //! The plan parser's tests: expansion, case ids, and every error's field, line and fix.
 use super::*;
 
-const SEED_2013: &str = r#"
-name = "seed-2013"
-[disks]
-count = 6
-model = "hdd-7200-500g-2010"
-[arrays]
-engine = "md"
-level = ["raid0", "raid10", "raid5", "raid6"]
-layout = []
-chunk = ["512k"]
-filesystem = "xfs"
-write_cache = "off"
-[workloads]
-rw = ["randread", "randwrite"]
-bs = ["4k"]
-iodepth = [4]
-numjobs = [1]
-size = "10g"
-runtime = "60s"
-[run]
-repeat = 1
-"#;
+const SEED_2013: &str = include_str!("fixtures/seed-2013.toml");
 
 fn parse(s: &str) -> Result<Plan, PlanError> {
     Plan::parse(s, Path::new("p.toml"))
