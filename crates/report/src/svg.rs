@@ -355,6 +355,23 @@ fn slots(plot: &Plot, n: usize) -> (f64, impl Fn(usize) -> (f64, f64)) {
     })
 }
 
+/// What every bar chart lays out the same way: the plot area, each bar's slot (x, width)
+/// and the category labels under the bars.
+fn bar_layout<'a>(
+    names: impl Iterator<Item = &'a str>,
+) -> (Plot, impl Fn(usize) -> (f64, f64), Labels) {
+    let plot = Plot {
+        left: LEFT,
+        top: TOP,
+        width: W - LEFT - 16.0,
+        height: PLOT_H,
+    };
+    let names: Vec<&str> = names.collect();
+    let (slot, at) = slots(&plot, names.len());
+    let labels = Labels::lay_out(&names, slot);
+    (plot, at, labels)
+}
+
 /// A vertical bar chart. Each bar is (label, value, spread); the value is printed above
 /// it and a spread (lowest, highest over repetitions) is drawn as a whisker.
 /// `class="chart"` and one `<rect class="bar" data-label=… data-value=…>` per bar let
@@ -364,15 +381,7 @@ pub fn bar_chart(class: &str, title: &str, unit: &str, bars: &[Bar]) -> String {
         .iter()
         .map(|b| b.1.max(b.2.map_or(0.0, |s| s.1)))
         .fold(0.0, f64::max);
-    let plot = Plot {
-        left: LEFT,
-        top: TOP,
-        width: W - LEFT - 16.0,
-        height: PLOT_H,
-    };
-    let (slot, at) = slots(&plot, bars.len());
-    let names: Vec<&str> = bars.iter().map(|b| b.0.as_str()).collect();
-    let labels = Labels::lay_out(&names, slot);
+    let (plot, at, labels) = bar_layout(bars.iter().map(|b| b.0.as_str()));
     let mut s = open(class, title, plot.bottom() + labels.height() + 8.0);
     let y = y_axis(&mut s, &plot, data_max, unit);
     let mut centres = Vec::new();
@@ -416,15 +425,7 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
         .iter()
         .map(|i| i.1.max(i.2.unwrap_or(0.0)))
         .fold(0.0, f64::max);
-    let plot = Plot {
-        left: LEFT,
-        top: TOP,
-        width: W - LEFT - 16.0,
-        height: PLOT_H,
-    };
-    let (slot, at) = slots(&plot, items.len());
-    let names: Vec<&str> = items.iter().map(|b| b.0.as_str()).collect();
-    let labels = Labels::lay_out(&names, slot);
+    let (plot, at, labels) = bar_layout(items.iter().map(|i| i.0.as_str()));
     let note_y = plot.bottom() + labels.height() + 16.0;
     let mut s = open("chart vs-model", title, note_y + 8.0);
     let y = y_axis(&mut s, &plot, data_max, unit);

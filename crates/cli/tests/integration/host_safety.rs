@@ -5,7 +5,7 @@
 
 use super::host::{can_run, csv_rows, sh, text, Lab};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 const SLOW: &str = "[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\nwrite_cache = \"off\"\n[workloads]\nrw = \"randwrite\"\nsize = \"32m\"\nruntime = \"6s\"\n";
@@ -27,19 +27,8 @@ fn plan_of(lab: &Lab, devices: &[&str], body: &str) -> PathBuf {
 
 /// `raidlab run PLAN --target host` started in the background, into `out`.
 pub(crate) fn spawn_run(lab: &Lab, plan: &Path, out: &Path) -> Child {
-    lab.command(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--target",
-        "host",
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap()
+    let run = lab.command(&["run", plan.to_str().unwrap(), "--target", "host"]);
+    super::spawn_quietly(run, out)
 }
 
 /// Wait until the run in `out` has written a fio job file (fio starts right after).

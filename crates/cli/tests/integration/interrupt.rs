@@ -3,7 +3,7 @@
 //! every case present exactly once.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PLAN: &str = include_str!("plans/slow.toml");
@@ -25,21 +25,9 @@ fn sigint_stops_cleanly_and_resume_completes() {
     let plan = dir.path().join("slow.toml");
     std::fs::write(&plan, PLAN).unwrap();
     let out = dir.path().join("r");
-    let bin = env!("CARGO_BIN_EXE_raidlab");
-    let child = Command::new(bin)
-        .args([
-            "run",
-            plan.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_raidlab"));
+    run.arg("run").arg(&plan).args(["--jobs", "1"]);
+    let child = super::spawn_quietly(run, &out);
     let t0 = Instant::now();
     while results(&out) == 0 {
         assert!(
@@ -66,7 +54,7 @@ fn sigint_stops_cleanly_and_resume_completes() {
         "{stored} results stored before the interrupt took effect"
     );
 
-    let resumed = Command::new(bin)
+    let resumed = Command::new(env!("CARGO_BIN_EXE_raidlab"))
         .args([
             "run",
             plan.to_str().unwrap(),

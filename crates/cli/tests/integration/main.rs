@@ -8,3 +8,17 @@ mod host_safety;
 mod interrupt;
 mod report_chromium;
 mod vm;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// `RUN --quiet --out OUT` (a `raidlab run …` the caller built) started in the background:
+/// its output discarded, its error output kept for the test to read.
+pub(crate) fn spawn_quietly(mut run: Command, out: &Path) -> Child {
+    run.args(["--quiet", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("raidlab starts")
+}
