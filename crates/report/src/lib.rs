@@ -12,7 +12,7 @@ mod svg;
 pub use assemble::{build, AssembleError, Built};
 pub use axis::{Dim, Metric};
 pub use html::{Detail, Report};
-pub use row::{Row, CSV_COLUMNS};
+pub use row::{csv_columns, Row};
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

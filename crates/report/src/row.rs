@@ -3,46 +3,15 @@
 
 use raidlab_core::{stats, Case, Figures, Workload};
 use serde::Serialize;
+use serde_json::Value;
 use std::fmt::Write;
 
-/// The CSV contract's columns, in order.
-pub const CSV_COLUMNS: [&str; 32] = [
-    "case_id",
-    "target",
-    "engine",
-    "level",
-    "layout",
-    "chunk_kib",
-    "disks",
-    "filesystem",
-    "rw",
-    "bs",
-    "iodepth",
-    "numjobs",
-    "read_iops",
-    "write_iops",
-    "read_bw_mib_s",
-    "write_bw_mib_s",
-    "read_lat_mean_ms",
-    "write_lat_mean_ms",
-    "read_lat_p99_ms",
-    "write_lat_p99_ms",
-    "repetitions",
-    "disk_model",
-    "usable_fraction",
-    "fault_tolerance",
-    "iops_min",
-    "iops_max",
-    "expected_iops",
-    "expected_bw_mib_s",
-    "deviation",
-    "model_basis",
-    "anomalies",
-    "member_ios_per_io",
-];
-
 /// One case's exported figures. Array fields are `None` for imported results.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// The struct is the CSV contract (docs/exports.md): its fields, in this order, are the
+/// columns (all but `array_label`, which only the JSON export and the charts carry). New
+/// fields are only ever appended before `array_label`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Row {
     pub case_id: String,
     pub target: String,
@@ -201,46 +170,36 @@ impl Row {
         self.read_iops.unwrap_or(0.0) + self.write_iops.unwrap_or(0.0)
     }
 
-    fn cells(&self) -> Vec<String> {
-        let s = |v: &Option<String>| v.clone().unwrap_or_default();
-        let n = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
-        // Figures as fio wrote them: Rust's shortest round-trip formatting, no rounding.
-        let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-        vec![
-            self.case_id.clone(),
-            self.target.clone(),
-            s(&self.engine),
-            s(&self.level),
-            s(&self.layout),
-            n(self.chunk_kib),
-            n(self.disks.map(u64::from)),
-            s(&self.filesystem),
-            self.rw.clone(),
-            self.bs.to_string(),
-            self.iodepth.to_string(),
-            self.numjobs.to_string(),
-            f(self.read_iops),
-            f(self.write_iops),
-            f(self.read_bw_mib_s),
-            f(self.write_bw_mib_s),
-            f(self.read_lat_mean_ms),
-            f(self.write_lat_mean_ms),
-            f(self.read_lat_p99_ms),
-            f(self.write_lat_p99_ms),
-            self.repetitions.to_string(),
-            s(&self.disk_model),
-            f(self.usable_fraction),
-            n(self.fault_tolerance.map(u64::from)),
-            f(self.iops_min),
-            f(self.iops_max),
-            f(self.expected_iops),
-            f(self.expected_bw_mib_s),
-            f(self.deviation),
-            s(&self.model_basis),
-            self.anomalies.clone(),
-            f(self.member_ios_per_io),
-        ]
+    /// The row as (column, cell) pairs of the CSV contract: each field in declaration
+    /// order but the chart label; figures as Rust prints them (the shortest form that
+    /// reads back to the same number, no rounding), absent values empty.
+    fn csv_cells(&self) -> Vec<(String, String)> {
+        let Value::Object(fields) = serde_json::to_value(self).expect("a row serialises") else {
+            unreachable!("a struct serialises to an object")
+        };
+        fields
+            .into_iter()
+            .filter(|(column, _)| column != "array_label")
+            .map(|(column, v)| {
+                let cell = match v {
+                    Value::Null => String::new(),
+                    Value::String(s) => s,
+                    Value::Number(n) if n.is_f64() => n.as_f64().unwrap_or(f64::NAN).to_string(),
+                    other => other.to_string(),
+                };
+                (column, cell)
+            })
+            .collect()
     }
+}
+
+/// The CSV contract's columns, in order (the fields of [`Row`] but `array_label`).
+pub fn csv_columns() -> Vec<String> {
+    Row::default()
+        .csv_cells()
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect()
 }
 
 /// Member I/Os per fio I/O in one run; `None` without per-member `disk_util` (md
@@ -265,10 +224,10 @@ fn csv_field(s: &str) -> String {
 }
 
 pub(crate) fn csv(rows: &[Row]) -> String {
-    let mut out = CSV_COLUMNS.join(",");
+    let mut out = csv_columns().join(",");
     out.push('\n');
     for r in rows {
-        let cells: Vec<String> = r.cells().iter().map(|c| csv_field(c)).collect();
+        let cells: Vec<String> = r.csv_cells().iter().map(|(_, c)| csv_field(c)).collect();
         out.push_str(&cells.join(","));
         out.push('\n');
     }

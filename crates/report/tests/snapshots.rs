@@ -146,3 +146,26 @@ fn html_structure() {
     assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
     insta::assert_snapshot!(outline(&html));
 }
+
+/// The CSV contract is written once, as `Row`'s fields; docs/exports.md's column table
+/// must list the same columns in the same order.
+#[test]
+fn the_documented_csv_columns_are_the_rows_fields() {
+    let doc = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/exports.md"
+    ));
+    let contract = doc
+        .split("## CSV contract")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/exports.md has a CSV contract section");
+    let documented: Vec<String> = contract
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| l.split('|').nth(1).unwrap_or("").split(','))
+        .map(|c| c.trim().trim_matches('`').to_string())
+        .collect();
+    assert_eq!(documented, raidlab_report::csv_columns());
+    assert_eq!(documented.len(), 32);
+}
