@@ -168,6 +168,11 @@ pub struct SimArgs {
     /// queue, a port multiplier) [default: no limit, each disk on its own port]
     #[arg(long, value_name = "N")]
     pub host_queue: Option<u32>,
+    /// The host's I/O scheduler above each disk: mq-deadline (sorts what waits beyond the
+    /// drive's own queue) or none (arrival order) [default: mq-deadline for disks, none
+    /// for flash]
+    #[arg(long)]
+    pub scheduler: Option<String>,
     /// RAID level: single, raid0, raid1, raid10, raid5, raid6.
     #[arg(long, default_value = "raid5")]
     pub level: String,

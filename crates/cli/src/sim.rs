@@ -53,6 +53,9 @@ fn plan(a: &SimArgs) -> Result<Plan> {
     if let Some(n) = a.host_queue {
         b.disks("host_queue", n);
     }
+    if let Some(s) = &a.scheduler {
+        b.disks("scheduler", s);
+    }
     for p in &a.disk_param {
         let Some((k, v)) = p.split_once('=') else {
             bail!("--disk-param {p:?}: write NAME=VALUE, e.g. --disk-param queue_depth=1");

@@ -7,7 +7,7 @@
 //! to it changes ids and is a breaking change to note in the changelog).
 
 use crate::disk::{DiskModel, DiskParams};
-use crate::spec::ArraySpec;
+use crate::spec::{ArraySpec, Scheduler};
 use crate::units::Bytes;
 use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
@@ -19,8 +19,14 @@ use std::fmt;
 pub struct DiskSet {
     /// Disks available to the plan (arrays may use fewer).
     pub count: u32,
-    /// Disk model preset, for the sim and vm targets.
+    /// Disk model, for the sim and vm targets: a preset's name, or a model file's path
+    /// as the plan wrote it (its model is then `model_file`).
     pub model: Option<String>,
+    /// The model read from the file `model` names, when it names one: kept with the case,
+    /// so a stored case runs and resumes without the file, and another file content is
+    /// another case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_file: Option<DiskModel>,
     /// Capacity override for the model.
     pub capacity: Option<Bytes>,
     /// Use only the first `span` bytes of each disk (a partition at its start).
@@ -35,6 +41,10 @@ pub struct DiskSet {
     /// port, limited only by its own queue. Simulated only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_queue: Option<u32>,
+    /// The host's I/O scheduler above each disk; `None`: the distribution's default
+    /// (mq-deadline for rotational disks, none for flash). Simulated only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<Scheduler>,
 }
 
 impl DiskSet {
@@ -44,7 +54,7 @@ impl DiskSet {
         let Some(name) = self.model.as_deref() else {
             return Ok(None);
         };
-        let preset = DiskModel::preset(name).ok_or_else(|| {
+        let preset = self.base_model().ok_or_else(|| {
             format!(
                 "unknown disk model `{name}`; use one of: {}",
                 DiskModel::preset_names().join(", ")
@@ -58,6 +68,13 @@ impl DiskSet {
             .with_params(&self.params)
             .map(Some)
             .map_err(|e| format!("disks.params.{e}"))
+    }
+
+    /// The model before the plan's overrides: the model file's, else the preset's.
+    pub fn base_model(&self) -> Option<DiskModel> {
+        self.model_file
+            .clone()
+            .or_else(|| DiskModel::preset(self.model.as_deref()?))
     }
 
     /// The same disks, as used by an array of `n` members.
@@ -101,12 +118,16 @@ pub struct Case {
 #[derive(Serialize)]
 struct Identity<'a> {
     model: &'a Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_file: &'a Option<DiskModel>,
     capacity: &'a Option<Bytes>,
     span: &'a Option<Bytes>,
     #[serde(skip_serializing_if = "DiskParams::is_empty")]
     params: &'a DiskParams,
     #[serde(skip_serializing_if = "Option::is_none")]
     host_queue: &'a Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduler: &'a Option<Scheduler>,
     array: &'a ArraySpec,
     workload: &'a Workload,
 }
@@ -125,10 +146,12 @@ impl Case {
     fn id_of(array: &ArraySpec, disks: &DiskSet, workload: &Workload) -> CaseId {
         let identity = Identity {
             model: &disks.model,
+            model_file: &disks.model_file,
             capacity: &disks.capacity,
             span: &disks.span,
             params: &disks.params,
             host_queue: &disks.host_queue,
+            scheduler: &disks.scheduler,
             array,
             workload,
         };

@@ -4,7 +4,7 @@
 //! figures when an experiment has no per-disk baseline, and the VM lab maps a `throttle`
 //! model onto qemu's `throttling.*` options. They live in `core` because all three need
 //! the same numbers. Each preset says where its figures come from (`docs/simulator.md`
-//! has the longer story).
+//! has the longer story); the presets are model files (`crate::model_file`).
 
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ pub struct ParamError {
 }
 
 /// A mechanical disk (Ruemmler & Wilkes model, as DiskSim implements it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HddParams {
     pub capacity: Bytes,
     pub rpm: u32,
@@ -52,10 +52,42 @@ pub struct HddParams {
     pub interface_mb_s: f64,
     /// Volatile write cache in bytes (used when the plan leaves the cache on).
     pub cache: Bytes,
+    /// … and in commands: the dirty writes the cache holds at most, whatever their size.
+    /// Drives keep cached writes in a table of segments, so small random writes fill it
+    /// long before its bytes (docs/simulator.md, "Write cache").
+    #[serde(default = "default_cache_commands")]
+    pub cache_commands: u32,
+    /// Dirty writes the firmware chooses among when it destages (shortest positioning
+    /// time first over the oldest this many; 1 = first in, first out).
+    #[serde(default = "default_destage_window")]
+    pub destage_window: u32,
+    /// How far the firmware's estimate of a queued command's positioning time may be
+    /// over, as a share of that time (the estimate is the time × (1 + u × this), u uniform
+    /// in [0, 1)): 0 orders the queue perfectly; larger values make reordering gain less,
+    /// as real drives do (docs/simulator.md, "Reordering").
+    #[serde(default = "default_reorder_noise")]
+    pub reorder_noise: f64,
 }
 
+fn default_cache_commands() -> u32 {
+    HDD_CACHE_COMMANDS
+}
+fn default_destage_window() -> u32 {
+    HDD_DESTAGE_WINDOW
+}
+fn default_reorder_noise() -> f64 {
+    HDD_REORDER_NOISE
+}
+
+// Models recorded by versions before these parameters existed (a stored result's
+// environment) read back as what those versions simulated: a cache limited only in bytes,
+// a 64-command destage window, a perfect positioning estimate.
+const HDD_CACHE_COMMANDS: u32 = u32::MAX;
+const HDD_DESTAGE_WINDOW: u32 = 64;
+const HDD_REORDER_NOISE: f64 = 0.0;
+
 /// A flash device: latency + parallel units + bandwidth caps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SsdParams {
     pub capacity: Bytes,
     pub read_latency: Nanos,
@@ -69,7 +101,7 @@ pub struct SsdParams {
 
 /// A token bucket with the semantics of qemu's `throttling.*` drive options, in front of
 /// a fast backing store: the VM lab's disks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThrottleParams {
     pub capacity: Bytes,
     /// `throttling.iops-total` (0 = unlimited).
@@ -100,6 +132,18 @@ pub struct DiskModel {
     /// What it stands for, and where its figures come from.
     pub source: String,
     pub kind: DiskKind,
+}
+
+// A model's figures are finite numbers (a plan or model file cannot write NaN), so equal
+// models are equal; a model is hashed by its serialised form, which equal models share.
+impl Eq for DiskModel {}
+
+impl std::hash::Hash for DiskModel {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        serde_json::to_string(self)
+            .expect("plain data serialises")
+            .hash(state)
+    }
 }
 
 impl DiskModel {
@@ -251,19 +295,17 @@ impl DiskModel {
 
     /// Look a preset up by name.
     pub fn preset(name: &str) -> Option<DiskModel> {
-        presets().into_iter().find(|m| m.name == name)
+        crate::model_file::presets()
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
     }
 
     pub fn preset_names() -> Vec<String> {
-        presets().into_iter().map(|m| m.name).collect()
-    }
-}
-
-fn hdd(name: &str, source: &str, p: HddParams) -> DiskModel {
-    DiskModel {
-        name: name.into(),
-        source: source.into(),
-        kind: DiskKind::Hdd(p),
+        crate::model_file::presets()
+            .iter()
+            .map(|m| m.name.clone())
+            .collect()
     }
 }
 
@@ -287,148 +329,9 @@ fn param_json(raw: &str) -> serde_json::Value {
     }
 }
 
-/// Every built-in preset.
+/// Every built-in preset (their files are `crates/core/presets/*.toml`).
 pub fn presets() -> Vec<DiskModel> {
-    let ms = Nanos::from_millis_f64;
-    vec![
-        hdd(
-            "hdd-7200-500g-2010",
-            "500 GB 7200 RPM SATA desktop disk of 2010: 8.5 ms average read seek (the usual \
-             desktop figure of the time, e.g. Hitachi Deskstar 7K1000.C two-platter models; the \
-             one-platter 500 GB 7K1000.C is specified at 14.0 ms read / 15.0 ms write: \
-             avg_seek=14ms, write_settle=1ms), 1 ms track-to-track, 18 ms full stroke; \
-             ~125 → 65 MB/s outer → inner; 0.16 ms command overhead (DiskSim's extracted \
-             7200 RPM model: 0.162 ms read hit, 0.23–0.63 ms write miss; write_settle adds \
-             0.3 ms to writes); SATA 3 Gb/s, NCQ 32. The 2013 seed's disks.",
-            HddParams {
-                capacity: Bytes(500_000_000_000),
-                rpm: 7200,
-                cylinders: 150_000,
-                zones: 30,
-                outer_mb_s: 125.0,
-                inner_mb_s: 65.0,
-                track_to_track: ms(1.0),
-                avg_seek: ms(8.5),
-                full_stroke: ms(18.0),
-                write_settle: ms(0.3),
-                overhead: ms(0.16),
-                queue_depth: 32,
-                interface_mb_s: 300.0,
-                cache: Bytes::mib(16),
-            },
-        ),
-        hdd(
-            "hdd-7200-16t-2019",
-            "16 TB 7200 RPM enterprise SATA disk of 2019 (Seagate Exos X16 / Toshiba MG08 \
-             class): 261–268 MB/s outer (datasheet; the 2019 seed measured 268), about half \
-             that inner; 8.5 ms average seek; 0.25 ms command overhead; SATA 6 Gb/s, NCQ 32, 256 MB cache.",
-            HddParams {
-                capacity: Bytes(16_000_000_000_000),
-                rpm: 7200,
-                cylinders: 500_000,
-                zones: 60,
-                outer_mb_s: 270.0,
-                inner_mb_s: 130.0,
-                track_to_track: ms(0.8),
-                avg_seek: ms(8.5),
-                full_stroke: ms(16.0),
-                write_settle: ms(0.25),
-                overhead: ms(0.25),
-                queue_depth: 32,
-                interface_mb_s: 600.0,
-                cache: Bytes::mib(256),
-            },
-        ),
-        hdd(
-            "hdd-7200",
-            "Generic modern 4 TB 7200 RPM SATA disk, from DiskSim's extracted WD 4 TB model \
-             (2013): 1.4 ms short seeks, 8.2 ms at 1/3 stroke, 15.7 ms full stroke, \
-             189 → 94 MB/s, queue depth 8 in DiskSim (NCQ 32 here).",
-            HddParams {
-                capacity: Bytes(4_000_000_000_000),
-                rpm: 7200,
-                cylinders: 353_181,
-                zones: 60,
-                outer_mb_s: 189.0,
-                inner_mb_s: 94.0,
-                track_to_track: ms(1.4),
-                avg_seek: ms(8.2),
-                full_stroke: ms(15.7),
-                write_settle: ms(0.3),
-                overhead: ms(0.2),
-                queue_depth: 32,
-                interface_mb_s: 600.0,
-                cache: Bytes::mib(64),
-            },
-        ),
-        hdd(
-            "hdd-10k-sas",
-            "1.2 TB 10,000 RPM 2.5\" SAS disk (Seagate Exos 10E2400 class): 3.6 ms average \
-             seek, 2.9 ms average rotational latency, ~250 → 130 MB/s, queue depth 64.",
-            HddParams {
-                capacity: Bytes(1_200_000_000_000),
-                rpm: 10_000,
-                cylinders: 250_000,
-                zones: 30,
-                outer_mb_s: 250.0,
-                inner_mb_s: 130.0,
-                track_to_track: ms(0.4),
-                avg_seek: ms(3.6),
-                full_stroke: ms(7.5),
-                write_settle: ms(0.2),
-                overhead: ms(0.1),
-                queue_depth: 64,
-                interface_mb_s: 1200.0,
-                cache: Bytes::mib(128),
-            },
-        ),
-        DiskModel {
-            name: "ssd-sata".into(),
-            source: "1 TB SATA SSD (Samsung 860 EVO class): ~98k 4 KiB random read IOPS at \
-                     depth, 550 / 520 MB/s, ~90 µs read latency at QD1; steady-state \
-                     write latency after the SLC cache."
-                .into(),
-            kind: DiskKind::Ssd(SsdParams {
-                capacity: Bytes(1_000_000_000_000),
-                read_latency: Nanos::from_micros(85),
-                write_latency: Nanos::from_micros(60),
-                parallel_units: 8,
-                read_mb_s: 550.0,
-                write_mb_s: 520.0,
-                queue_depth: 32,
-            }),
-        },
-        DiskModel {
-            name: "nvme".into(),
-            source: "1 TB PCIe 3.0 NVMe SSD (Samsung 970 EVO class): ~500k 4 KiB random \
-                     read IOPS at depth, 3.4 / 2.5 GB/s, ~80 µs read latency at QD1."
-                .into(),
-            kind: DiskKind::Ssd(SsdParams {
-                capacity: Bytes(1_000_000_000_000),
-                read_latency: Nanos::from_micros(80),
-                write_latency: Nanos::from_micros(25),
-                parallel_units: 40,
-                read_mb_s: 3400.0,
-                write_mb_s: 2500.0,
-                queue_depth: 1024,
-            }),
-        },
-        DiskModel {
-            name: "throttle-75".into(),
-            source: "A VM-lab disk: a sparse file behind qemu's throttling.iops-total=75 — a \
-                     7200 RPM disk's worth of random IOPS, with none of its mechanics."
-                .into(),
-            kind: DiskKind::Throttle(ThrottleParams {
-                capacity: Bytes::gib(1),
-                iops_total: 75,
-                iops_read: 0,
-                iops_write: 0,
-                bps_total: 0,
-                latency: Nanos::from_micros(100),
-                queue_depth: 128,
-            }),
-        },
-    ]
+    crate::model_file::presets().to_vec()
 }
 
 #[cfg(test)]

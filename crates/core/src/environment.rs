@@ -124,7 +124,7 @@ mod tests {
             "commands": [{"phase": "fio", "command": "fio job.fio", "seconds": 1.5}],
         });
         let e: Environment = serde_json::from_value(stored).unwrap();
-        assert_eq!(e.write_cache_after.unwrap()["/dev/loop1"], true);
+        assert!(e.write_cache_after.unwrap()["/dev/loop1"]);
         assert_eq!(e.member_baseline_iops, None);
         assert_eq!(e.md_bitmap.as_deref(), Some("internal"));
         assert_eq!(e.stripe_cache_size, Some(256));

@@ -7,6 +7,7 @@
 pub mod case;
 pub mod disk;
 pub mod environment;
+pub mod model_file;
 pub mod plan;
 pub mod result;
 pub mod spec;
@@ -21,7 +22,8 @@ pub use environment::{CommandRun, Environment};
 pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
-    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, WriteCache, DEFAULT_STRIPE_CACHE,
+    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, Scheduler, WriteCache,
+    DEFAULT_STRIPE_CACHE,
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};

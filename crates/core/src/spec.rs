@@ -72,6 +72,17 @@ pub enum WriteCache {
     Keep,
 }
 
+/// The host's I/O scheduler for each member disk (`/sys/block/DEV/queue/scheduler`): what
+/// orders the commands waiting above the drive's own queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheduler {
+    /// First come, first served (the default for NVMe and other non-rotational disks).
+    None,
+    /// Sorted by sector, with a deadline per request (Debian's default for rotational disks).
+    MqDeadline,
+}
+
 /// md write-intent bitmap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -267,6 +278,11 @@ words!(WriteCache, "use off, on or keep", {
     WriteCache::Off => "off",
     WriteCache::On => "on",
     WriteCache::Keep => "keep",
+});
+
+words!(Scheduler, "use mq-deadline or none", {
+    Scheduler::None => "none" | "noop",
+    Scheduler::MqDeadline => "mq-deadline" | "deadline",
 });
 
 words!(Bitmap, "use none or internal", {

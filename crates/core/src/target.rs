@@ -38,6 +38,8 @@ pub struct Capabilities {
     pub real_time: bool,
     /// It honours `[disks] host_queue` (the others run on the adapter they have).
     pub host_queue: bool,
+    /// It honours `[disks] scheduler` (the others use the scheduler the disks have).
+    pub scheduler: bool,
 }
 
 impl TargetKind {
@@ -62,6 +64,7 @@ impl TargetKind {
                 needs_devices: false,
                 real_time: false,
                 host_queue: true,
+                scheduler: true,
             },
             TargetKind::Vm => Capabilities {
                 engines: &[Engine::Md],
@@ -69,6 +72,7 @@ impl TargetKind {
                 needs_devices: false,
                 real_time: true,
                 host_queue: false,
+                scheduler: false,
             },
             TargetKind::Host => Capabilities {
                 engines: &[Engine::Md, Engine::Btrfs],
@@ -76,6 +80,7 @@ impl TargetKind {
                 needs_devices: true,
                 real_time: true,
                 host_queue: false,
+                scheduler: false,
             },
         }
     }
@@ -124,6 +129,12 @@ impl Plan {
         if let (Some(n), false) = (self.disks.host_queue, kind.capabilities().host_queue) {
             notes.push(TargetNote(format!(
                 "{}: disks.host_queue = {n} is for the sim target; the {kind} target runs on the adapter it has",
+                self.source.display()
+            )));
+        }
+        if let (Some(s), false) = (self.disks.scheduler, kind.capabilities().scheduler) {
+            notes.push(TargetNote(format!(
+                "{}: disks.scheduler = \"{s}\" is for the sim target; the {kind} target uses the scheduler each disk has (raidlab records it)",
                 self.source.display()
             )));
         }

@@ -214,11 +214,13 @@ pub(crate) mod tests {
         let disks_set = DiskSet {
             count: disks,
             model: Some("hdd-7200-500g-2010".into()),
+            model_file: None,
             capacity: None,
             span: None,
             devices: vec![],
             params: Default::default(),
             host_queue: None,
+            scheduler: None,
         };
         Case::new(spec(level, layout, disks), disks_set, w)
     }

@@ -18,7 +18,7 @@ mod slab;
 use device::{Hdd, Ssd, Throttle};
 use engine::Engine;
 use raidlab_core::disk::{DiskKind, DiskModel};
-use raidlab_core::{Bytes, Case, Environment, WriteCache};
+use raidlab_core::{Bytes, Case, Environment, Scheduler, WriteCache};
 
 /// Why a case cannot be simulated, and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -85,10 +85,13 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     let member: Bytes = case.disks.span.unwrap_or(model.capacity());
     let write_cache = case.array.write_cache == WriteCache::On;
     let run = match &model.kind {
-        DiskKind::Hdd(p) => Engine::new(case, member.0, seed, |phase| {
-            Hdd::new(p, write_cache, phase)
-        })
-        .run(),
+        DiskKind::Hdd(p) => {
+            let scheduler = case.disks.scheduler.unwrap_or(Scheduler::MqDeadline);
+            Engine::new(case, member.0, seed, |rng| {
+                Hdd::new(p, write_cache, scheduler, rng)
+            })
+            .run()
+        }
         DiskKind::Ssd(p) => Engine::new(case, member.0, seed, |_| Ssd::new(p)).run(),
         DiskKind::Throttle(p) => Engine::new(case, member.0, seed, |_| Throttle::new(p)).run(),
     };

@@ -629,11 +629,13 @@ mod tests {
         let disks = raidlab_core::DiskSet {
             count: 4,
             model: Some("throttle-75".into()),
+            model_file: None,
             capacity: None,
             span: None,
             devices: vec![],
             params: [("iops_total".to_string(), "150".to_string())].into(),
             host_queue: None,
+            scheduler: None,
         };
         let m = disks.resolved_model().unwrap();
         let opts = VmTarget::throttling(m.as_ref());

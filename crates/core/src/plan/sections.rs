@@ -22,9 +22,12 @@ const SPAN: Key = Key::new("span", "size");
 const DEVICES: Key = Key::new("devices", "device path");
 const PARAMS: Key = Key::new("params", "table");
 const HOST_QUEUE: Key = Key::new("host_queue", "command count");
+const SCHEDULER: Key = Key::new("scheduler", "I/O scheduler");
 
 /// The fields of `[disks]`.
-pub(super) const DISK_KEYS: [Key; 7] = [COUNT, MODEL, CAPACITY, SPAN, DEVICES, PARAMS, HOST_QUEUE];
+pub(super) const DISK_KEYS: [Key; 8] = [
+    COUNT, MODEL, CAPACITY, SPAN, DEVICES, PARAMS, HOST_QUEUE, SCHEDULER,
+];
 
 const REPEAT: Key = Key::new("repeat", "count");
 const SEED: Key = Key::new("seed", "number");
@@ -123,7 +126,7 @@ impl<'a> Cx<'a> {
         self.known_keys(t, "disks", &DISK_KEYS)?;
         let devices = self.devices(t)?;
         let count = self.disk_count(t, &devices)?;
-        let model = self.disk_model(t)?;
+        let (model, model_file) = self.disk_model(t)?;
         let capacity = self.single::<Bytes>(t, "disks", CAPACITY)?;
         let span = self.single::<Bytes>(t, "disks", SPAN)?;
         if let Some((c, s)) = &capacity {
@@ -136,7 +139,10 @@ impl<'a> Cx<'a> {
                 ));
             }
         }
-        let params = self.disk_params(t, model.as_deref(), capacity.as_ref().map(|c| c.0))?;
+        let base = model_file
+            .clone()
+            .or_else(|| DiskModel::preset(model.as_deref()?));
+        let params = self.disk_params(t, base, capacity.as_ref().map(|c| c.0))?;
         let host_queue = match self.single::<u32>(t, "disks", HOST_QUEUE)? {
             Some((0, span)) => {
                 return Err(self.err(
@@ -148,14 +154,19 @@ impl<'a> Cx<'a> {
             }
             other => other.map(|(n, _)| n),
         };
+        let scheduler = self
+            .single::<Scheduler>(t, "disks", SCHEDULER)?
+            .map(|(s, _)| s);
         let set = DiskSet {
             count,
             model,
+            model_file,
             capacity: capacity.map(|c| c.0),
             span: span.map(|s| s.0),
             devices,
             params,
             host_queue,
+            scheduler,
         };
         Ok(set)
     }
@@ -221,23 +232,36 @@ impl<'a> Cx<'a> {
         Ok(c)
     }
 
-    /// `model`: one of the presets, if given.
-    fn disk_model(&self, t: &'a Table) -> Result<Option<String>, PlanError> {
+    /// `model`: one of the presets, or a model file (`*.toml`, relative to the plan), if
+    /// given; with the file's model.
+    fn disk_model(&self, t: &'a Table) -> Result<(Option<String>, Option<DiskModel>), PlanError> {
         let Some((m, span)) = self.single::<String>(t, "disks", MODEL)? else {
-            return Ok(None);
+            return Ok((None, None));
         };
+        if crate::model_file::is_model_file(&m) {
+            let path = self.path.parent().unwrap_or(Path::new("")).join(&m);
+            let model = DiskModel::load(&path).map_err(|e| {
+                self.err(
+                    span,
+                    &MODEL.at("disks"),
+                    Some(format!("{m:?}")),
+                    format!("the model file does not read: {e}"),
+                )
+            })?;
+            return Ok((Some(m), Some(model)));
+        }
         if DiskModel::preset(&m).is_none() {
             return Err(self.err(
                 span,
                 &MODEL.at("disks"),
                 Some(format!("{m:?}")),
                 format!(
-                    "unknown disk model; use one of: {}",
+                    "unknown disk model; use one of: {}, or a model file (*.toml)",
                     DiskModel::preset_names().join(", ")
                 ),
             ));
         }
-        Ok(Some(m))
+        Ok((Some(m), None))
     }
 
     /// `[disks.params]`: overrides of the model's figures, kept as written, checked against
@@ -245,7 +269,7 @@ impl<'a> Cx<'a> {
     pub(super) fn disk_params(
         &self,
         t: &Table,
-        model: Option<&str>,
+        model: Option<DiskModel>,
         capacity: Option<Bytes>,
     ) -> Result<DiskParams, PlanError> {
         let Some(item) = t.get("params") else {
@@ -284,8 +308,7 @@ impl<'a> Cx<'a> {
             };
             params.insert(k.to_string(), text);
         }
-        if let Some(m) = model {
-            let preset = DiskModel::preset(m).expect("disks.model was checked");
+        if let Some(preset) = model {
             let preset = match capacity {
                 Some(c) => preset.with_capacity(c),
                 None => preset,
@@ -309,13 +332,9 @@ impl<'a> Cx<'a> {
         disks: &DiskSet,
         t: &Table,
     ) -> Result<Option<Bytes>, PlanError> {
-        let capacity = disks.capacity.or_else(|| {
-            disks
-                .model
-                .as_deref()
-                .and_then(DiskModel::preset)
-                .map(|m| m.capacity())
-        });
+        let capacity = disks
+            .capacity
+            .or_else(|| disks.base_model().map(|m| m.capacity()));
         match (disks.span, capacity) {
             (Some(s), Some(c)) if s > c => Err(self.err(
                 t.get("span").and_then(|i| i.span()),

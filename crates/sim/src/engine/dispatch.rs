@@ -169,12 +169,15 @@ impl<D: Member> Engine<D> {
         let phase = part.phase;
         let (write, ref pieces) = part.phases[phase];
         let n = pieces.len();
+        // md writes its bitmap pages with PREFLUSH + FUA (`md_super_write`).
+        let flush = write && matches!(part.job, Job::BitmapFlush | Job::BitmapClear);
         part.pending = n as u32;
         let base = self.done.len();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             let op = MemberOp {
                 write,
+                flush,
                 offset: p.offset,
                 len: p.len,
                 tag: part_id as u64,

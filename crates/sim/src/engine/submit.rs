@@ -9,7 +9,23 @@ impl<D: Member> Engine<D> {
         self.sync_writes && matches!(self.geo.level, Level::Raid5 | Level::Raid6)
     }
 
+    /// A slot's next I/O: once its job's thread has CPU time for it.
     pub(super) fn issue(&mut self, slot: u32) {
+        if self.now >= self.end {
+            return;
+        }
+        let job = self.slot_job[slot as usize] as usize;
+        let start = self.now.max(self.cpu_free[job]);
+        self.cpu_free[job] = start + self.cpu_per_io;
+        if start > self.now {
+            self.schedule(start, Ev::IssueAfterCpu { slot });
+            return;
+        }
+        self.issue_ready(slot);
+    }
+
+    /// A slot's next I/O, its job's thread ready to submit it.
+    pub(super) fn issue_ready(&mut self, slot: u32) {
         if self.now >= self.end {
             return;
         }
