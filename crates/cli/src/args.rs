@@ -55,6 +55,9 @@ pub enum Command {
     },
     /// Import fio JSON files written elsewhere (plain fio output, bench-fio trees) into a store.
     Import(ImportArgs),
+    /// Fit a disk model to one drive's own fio measurements and save it as a model file
+    /// that stands in for a preset (`raidlab sim --disk FILE`, `[disks] model = "FILE"`).
+    Calibrate(CalibrateArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -249,6 +252,26 @@ pub struct ImportArgs {
     /// The store to import into (created if missing) [default: results/import-<source name>].
     #[arg(long, short)]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// raidlab results directories or directories (files) of fio JSON, all of one drive:
+    /// random reads at iodepth 1 and deeper, optionally sequential reads.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The model file to write.
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// The preset the fit starts from: the drive's class (its RPM, zones, queue depth).
+    #[arg(long, default_value = "hdd-7200")]
+    pub base: String,
+    /// The drive's capacity, e.g. 2t [default: the base preset's].
+    #[arg(long)]
+    pub capacity: Option<String>,
+    /// The model's name [default: the output file's name without .toml].
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Args)]

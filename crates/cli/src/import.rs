@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// The `.json` regular files under `root`, in name order. Symbolic links are not followed
 /// (a link loop would import a tree again and again) and anything but a regular file (a
 /// FIFO would block the read forever) is left out: both are listed in `skipped`.
-fn json_files(
+pub(crate) fn json_files(
     root: &Path,
     out: &mut Vec<PathBuf>,
     skipped: &mut Vec<String>,
@@ -97,7 +97,7 @@ fn workload(job: &JobInfo, rel: &Path) -> Option<Workload> {
 }
 
 /// Parse one file into an imported case and its result.
-fn read_one(path: &Path, rel: &Path) -> Result<((CaseId, String, Workload), NewResult)> {
+pub(crate) fn read_one(path: &Path, rel: &Path) -> Result<((CaseId, String, Workload), NewResult)> {
     let bytes = std::fs::read(path)?;
     let parsed = raidlab_fio::parse_output(&String::from_utf8_lossy(&bytes))?;
     if let Some(what) = parsed.figures.impossible() {

@@ -2,6 +2,7 @@
 //! on them. Each subcommand lives in its own module; the crates below do the work.
 
 mod args;
+mod calibrate;
 mod compare;
 mod host;
 mod import;
@@ -47,6 +48,7 @@ fn run_cli() -> Result<()> {
         Command::Sim(a) => sim::sim(*a),
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
+        Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
         Command::Cleanup(a) => host::cleanup(a),
