@@ -3,7 +3,7 @@
 //! curve's two ends (QD1 and QD32). `cargo run --release -p raidlab-calibrate --example fidelity`.
 
 use raidlab_calibrate::{fit, public, simulate, Point};
-use raidlab_core::{Bytes, DiskModel, Rw};
+use raidlab_core::DiskModel;
 
 fn main() {
     println!("| drive | QD | measured | preset alone | error | calibrated (QD1, QD32) | error |");
@@ -12,15 +12,7 @@ fn main() {
         let preset = DiskModel::preset(c.preset)
             .expect("a preset")
             .with_capacity(c.capacity);
-        let point = |qd: u32, iops: f64| Point {
-            rw: Rw::RandRead,
-            bs: Bytes::kib(4),
-            iodepth: qd,
-            numjobs: 1,
-            span: None,
-            iops,
-            source: c.source.into(),
-        };
+        let point = |qd: u32, iops: f64| Point::random_read(qd, iops, c.source);
         let ends: Vec<Point> = c
             .points
             .iter()

@@ -39,6 +39,19 @@ pub struct Point {
 }
 
 impl Point {
+    /// 4 KiB random reads by one job at queue depth `qd` over the whole drive.
+    pub fn random_read(qd: u32, iops: f64, source: &str) -> Point {
+        Point {
+            rw: Rw::RandRead,
+            bs: Bytes::kib(4),
+            iodepth: qd,
+            numjobs: 1,
+            span: None,
+            iops,
+            source: source.to_string(),
+        }
+    }
+
     /// Commands outstanding at once.
     pub fn outstanding(&self) -> u32 {
         self.iodepth * self.numjobs

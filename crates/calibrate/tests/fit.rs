@@ -3,18 +3,10 @@
 
 use raidlab_calibrate::{fit, simulate_with, CalibrateError, Point};
 use raidlab_core::disk::HddParams;
-use raidlab_core::{Bytes, DiskKind, DiskModel, Nanos, Rw};
+use raidlab_core::{DiskKind, DiskModel, Nanos};
 
 fn randread(qd: u32, iops: f64) -> Point {
-    Point {
-        rw: Rw::RandRead,
-        bs: Bytes::kib(4),
-        iodepth: qd,
-        numjobs: 1,
-        span: None,
-        iops,
-        source: format!("qd{qd}"),
-    }
+    Point::random_read(qd, iops, &format!("qd{qd}"))
 }
 
 fn hdd(m: &DiskModel) -> &HddParams {

@@ -74,17 +74,9 @@ impl DiskModel {
 
     /// A model from a model file's text; `file` is what errors name.
     pub fn from_toml(text: &str, file: &Path) -> Result<DiskModel, PlanError> {
-        let err = |span: Option<Range<usize>>, field: &str, value: Option<String>, msg: String| {
-            PlanError {
-                file: file.to_path_buf(),
-                line: span.map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
-                field: field.to_string(),
-                value,
-                message: msg,
-            }
-        };
+        let r = Reader { text, file };
         let doc = ImDocument::parse(text).map_err(|e| {
-            err(
+            r.err(
                 e.span(),
                 "(syntax)",
                 None,
@@ -92,142 +84,12 @@ impl DiskModel {
             )
         })?;
         let root = doc.as_table();
-        let text_of = |key: &str| -> Result<Option<Spanned>, PlanError> {
-            match root.get(key) {
-                None => Ok(None),
-                Some(Item::Value(Value::String(s))) => Ok(Some((s.value().clone(), s.span()))),
-                Some(other) => Err(err(
-                    other.span(),
-                    key,
-                    Some(other.to_string().trim().to_string()),
-                    format!("must be text in quotes: {key} = \"…\""),
-                )),
-            }
+        let Some((name, _)) = r.text_of(root, "name")? else {
+            return Err(r.err(None, "name", None, "add name = \"my-disk\"".into()));
         };
-        let Some((name, _)) = text_of("name")? else {
-            return Err(err(None, "name", None, "add name = \"my-disk\"".into()));
-        };
-        let kinds = ["hdd", "ssd", "throttle"];
-        let (kind, kind_span) = text_of("kind")?.ok_or_else(|| {
-            err(
-                None,
-                "kind",
-                None,
-                "add kind = \"hdd\" (or \"ssd\", \"throttle\")".into(),
-            )
-        })?;
-        let source = text_of("source")?.map(|s| s.0).unwrap_or_default();
-        let base = match text_of("base")? {
-            None => None,
-            Some((b, span)) => Some(presets().iter().find(|p| p.name == b).cloned().ok_or_else(
-                || {
-                    err(
-                        span,
-                        "base",
-                        Some(b.clone()),
-                        format!("no such preset; use one of: {}", preset_names().join(", ")),
-                    )
-                },
-            )?),
-        };
-        // A template of the kind gives the parameter names and types.
-        let template = base
-            .clone()
-            .or_else(|| {
-                // Not a preset: the presets are read with this function.
-                let kind = match kind.as_str() {
-                    "hdd" => DiskKind::Hdd(Default::default()),
-                    "ssd" => DiskKind::Ssd(Default::default()),
-                    "throttle" => DiskKind::Throttle(Default::default()),
-                    _ => return None,
-                };
-                Some(DiskModel {
-                    name: String::new(),
-                    source: String::new(),
-                    kind,
-                })
-            })
-            .ok_or_else(|| {
-                err(
-                    kind_span.clone(),
-                    "kind",
-                    Some(kind.clone()),
-                    format!("use one of: {}", kinds.join(", ")),
-                )
-            })?;
-        if kind_word(&template.kind) != kind {
-            return Err(err(
-                kind_span,
-                "kind",
-                Some(kind.clone()),
-                format!(
-                    "the base preset `{}` is a {} model",
-                    template.name,
-                    kind_word(&template.kind)
-                ),
-            ));
-        }
-        let names: Vec<String> = template.params().into_iter().map(|(k, _)| k).collect();
-        let mut params = DiskParams::new();
-        let mut spans = Vec::new();
-        let mut capacity = None;
-        for (key, item) in root.iter() {
-            if HEADER_KEYS.contains(&key) {
-                continue;
-            }
-            let span = root.key(key).and_then(|k| k.span()).or_else(|| item.span());
-            if !names.iter().any(|n| n == key) {
-                return Err(err(
-                    span,
-                    key,
-                    None,
-                    format!(
-                        "a {kind} model has no such parameter; its parameters are: {}",
-                        names.join(", ")
-                    ),
-                ));
-            }
-            let raw = match item {
-                Item::Value(Value::String(s)) => s.value().clone(),
-                Item::Value(Value::Integer(i)) => i.value().to_string(),
-                Item::Value(Value::Float(f)) => f.value().to_string(),
-                other => {
-                    return Err(err(
-                        span,
-                        key,
-                        Some(other.to_string().trim().to_string()),
-                        "must be a number or a quoted size or duration".into(),
-                    ))
-                }
-            };
-            if key == "capacity" {
-                let c = raw
-                    .parse::<Bytes>()
-                    .map_err(|e| err(span.clone(), key, Some(raw.clone()), e.to_string()))?;
-                capacity = Some(c);
-            } else {
-                params.insert(key.to_string(), raw);
-                spans.push((key.to_string(), span));
-            }
-        }
-        if base.is_none() {
-            let missing: Vec<&str> = names
-                .iter()
-                .filter(|n| root.get(n).is_none())
-                .map(String::as_str)
-                .collect();
-            if !missing.is_empty() {
-                return Err(err(
-                    None,
-                    missing[0],
-                    None,
-                    format!(
-                        "a {kind} model file sets every parameter; missing: {} (or add base = \"PRESET\" to take the rest from a preset)",
-                        missing.join(", ")
-                    ),
-                ));
-            }
-        }
+        let source = r.text_of(root, "source")?.map(|s| s.0).unwrap_or_default();
+        let (kind, template, has_base) = r.template(root)?;
+        let (params, spans, capacity) = r.params(root, &kind, &template, has_base)?;
         let mut model = DiskModel {
             name,
             source,
@@ -236,9 +98,8 @@ impl DiskModel {
         if let Some(c) = capacity {
             model = model.with_capacity(c);
         }
-        let from_template = template.name.is_empty();
         model.with_params(&params).map_err(|mut e| {
-            if from_template && e.why.starts_with("expects a value like") {
+            if !has_base && e.why.starts_with("expects a value like") {
                 e.why = "expects a value of the kind the presets have (`raidlab disks --models`): \
                          a duration such as 8500us, a size such as 64m, or a number"
                     .into();
@@ -247,7 +108,7 @@ impl DiskModel {
                 .iter()
                 .find(|(k, _)| *k == e.key)
                 .and_then(|(_, s)| s.clone());
-            err(span, &e.key, Some(e.value.clone()), e.why.clone())
+            r.err(span, &e.key, Some(e.value.clone()), e.why.clone())
         })
     }
 
@@ -286,6 +147,184 @@ impl DiskModel {
             out.push_str(&format!("{k} = {shown}\n"));
         }
         out
+    }
+}
+
+/// A model file being read: its text and name, for errors with a line.
+struct Reader<'a> {
+    text: &'a str,
+    file: &'a Path,
+}
+
+/// Parameters as written, where each stands, and the capacity.
+type Params = (
+    DiskParams,
+    Vec<(String, Option<Range<usize>>)>,
+    Option<Bytes>,
+);
+
+impl Reader<'_> {
+    fn err(
+        &self,
+        span: Option<Range<usize>>,
+        field: &str,
+        value: Option<String>,
+        message: String,
+    ) -> PlanError {
+        PlanError {
+            file: self.file.to_path_buf(),
+            line: span.map(|s| {
+                self.text[..s.start.min(self.text.len())]
+                    .matches('\n')
+                    .count()
+                    + 1
+            }),
+            field: field.to_string(),
+            value,
+            message,
+        }
+    }
+
+    /// A quoted text value, if the key is there.
+    fn text_of(&self, root: &toml_edit::Table, key: &str) -> Result<Option<Spanned>, PlanError> {
+        match root.get(key) {
+            None => Ok(None),
+            Some(Item::Value(Value::String(s))) => Ok(Some((s.value().clone(), s.span()))),
+            Some(other) => Err(self.err(
+                other.span(),
+                key,
+                Some(other.to_string().trim().to_string()),
+                format!("must be text in quotes: {key} = \"…\""),
+            )),
+        }
+    }
+
+    /// `kind`, and the model the parameters start from: `base`'s preset, or a blank one of
+    /// the kind (whose every parameter the file must then set); whether there is a base.
+    fn template(&self, root: &toml_edit::Table) -> Result<(String, DiskModel, bool), PlanError> {
+        let (kind, kind_span) = self.text_of(root, "kind")?.ok_or_else(|| {
+            self.err(
+                None,
+                "kind",
+                None,
+                "add kind = \"hdd\" (or \"ssd\", \"throttle\")".into(),
+            )
+        })?;
+        if let Some((b, span)) = self.text_of(root, "base")? {
+            let base = presets()
+                .iter()
+                .find(|p| p.name == b)
+                .cloned()
+                .ok_or_else(|| {
+                    self.err(
+                        span,
+                        "base",
+                        Some(b.clone()),
+                        format!("no such preset; use one of: {}", preset_names().join(", ")),
+                    )
+                })?;
+            if kind_word(&base.kind) != kind {
+                return Err(self.err(
+                    kind_span,
+                    "kind",
+                    Some(kind.clone()),
+                    format!(
+                        "the base preset `{}` is a {} model",
+                        base.name,
+                        kind_word(&base.kind)
+                    ),
+                ));
+            }
+            return Ok((kind, base, true));
+        }
+        // Not a preset: the presets themselves are read with this function.
+        let blank = match kind.as_str() {
+            "hdd" => DiskKind::Hdd(Default::default()),
+            "ssd" => DiskKind::Ssd(Default::default()),
+            "throttle" => DiskKind::Throttle(Default::default()),
+            _ => {
+                return Err(self.err(
+                    kind_span,
+                    "kind",
+                    Some(kind.clone()),
+                    "use one of: hdd, ssd, throttle".into(),
+                ))
+            }
+        };
+        let template = DiskModel {
+            name: String::new(),
+            source: String::new(),
+            kind: blank,
+        };
+        Ok((kind, template, false))
+    }
+
+    /// Every parameter the file sets, as text; without a base, all of the kind's.
+    fn params(
+        &self,
+        root: &toml_edit::Table,
+        kind: &str,
+        template: &DiskModel,
+        has_base: bool,
+    ) -> Result<Params, PlanError> {
+        let names: Vec<String> = template.params().into_iter().map(|(k, _)| k).collect();
+        let (mut params, mut spans, mut capacity) = (DiskParams::new(), Vec::new(), None);
+        for (key, item) in root.iter() {
+            if HEADER_KEYS.contains(&key) {
+                continue;
+            }
+            let span = root.key(key).and_then(|k| k.span()).or_else(|| item.span());
+            if !names.iter().any(|n| n == key) {
+                return Err(self.err(
+                    span,
+                    key,
+                    None,
+                    format!(
+                        "a {kind} model has no such parameter; its parameters are: {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            let raw = match item {
+                Item::Value(Value::String(s)) => s.value().clone(),
+                Item::Value(Value::Integer(i)) => i.value().to_string(),
+                Item::Value(Value::Float(f)) => f.value().to_string(),
+                other => {
+                    return Err(self.err(
+                        span,
+                        key,
+                        Some(other.to_string().trim().to_string()),
+                        "must be a number or a quoted size or duration".into(),
+                    ))
+                }
+            };
+            if key == "capacity" {
+                let c = raw
+                    .parse::<Bytes>()
+                    .map_err(|e| self.err(span.clone(), key, Some(raw.clone()), e.to_string()))?;
+                capacity = Some(c);
+            } else {
+                params.insert(key.to_string(), raw);
+                spans.push((key.to_string(), span));
+            }
+        }
+        let missing: Vec<&str> = names
+            .iter()
+            .filter(|n| root.get(n).is_none())
+            .map(String::as_str)
+            .collect();
+        if !has_base && !missing.is_empty() {
+            return Err(self.err(
+                None,
+                missing[0],
+                None,
+                format!(
+                    "a {kind} model file sets every parameter; missing: {} (or add base = \"PRESET\" to take the rest from a preset)",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        Ok((params, spans, capacity))
     }
 }
 

@@ -5,46 +5,62 @@ use predicates::prelude::*;
 use raidlab_testkit::{raidlab, require_fio};
 use std::path::Path;
 
-/// `raidlab sim … --format fio-json` of one disk unlike the preset: the "measurements".
+/// `raidlab sim --disks 1 --level single --disk DISK`: one disk of a model.
+fn one_disk(disk: &str) -> assert_cmd::Command {
+    let mut c = raidlab();
+    c.args(["sim", "--disks", "1", "--level", "single", "--disk", disk]);
+    c
+}
+
+/// The drive of these tests, unlike the preset: longer seeks, a worse-ordering firmware.
+const THE_DRIVE: [&str; 4] = [
+    "--disk-param",
+    "avg_seek=11ms",
+    "--disk-param",
+    "reorder_noise=1",
+];
+
+/// 60 s of random reads at `qd` over the whole drive.
+fn randread(qd: u32) -> Vec<String> {
+    [
+        "--size",
+        "3600g",
+        "--rw",
+        "randread",
+        "--iodepth",
+        &qd.to_string(),
+        "--runtime",
+        "60s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// `raidlab sim … --format fio-json` of the drive: the "measurements".
 fn measure(dir: &Path, qd: u32) {
-    let out = raidlab()
-        .args([
-            "sim",
-            "--disks",
-            "1",
-            "--level",
-            "single",
-            "--disk",
-            "hdd-7200",
-            "--disk-param",
-            "avg_seek=11ms",
-            "--disk-param",
-            "reorder_noise=1",
-            "--size",
-            "3600g",
-            "--rw",
-            "randread",
-            "--iodepth",
-            &qd.to_string(),
-            "--runtime",
-            "60s",
-            "--seed",
-            "9",
-            "--format",
-            "fio-json",
-        ])
+    let out = one_disk("hdd-7200")
+        .args(THE_DRIVE)
+        .args(randread(qd))
+        .args(["--seed", "9", "--format", "fio-json"])
         .output()
         .unwrap();
     assert!(out.status.success());
     std::fs::write(dir.join(format!("randread-qd{qd}.json")), out.stdout).unwrap();
 }
 
-fn iops(args: &[&str]) -> f64 {
-    let out = raidlab()
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
+/// `raidlab calibrate RUNS -o MODEL`.
+fn calibrate(runs: &Path, model: &Path) -> assert_cmd::assert::Assert {
+    raidlab()
+        .arg("calibrate")
+        .arg(runs)
+        .arg("-o")
+        .arg(model)
+        .assert()
+}
+
+/// Read IOPS of `raidlab sim` (one row of `--format json`).
+fn iops(mut sim: assert_cmd::Command) -> f64 {
+    let out = sim.args(["--format", "json"]).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -63,28 +79,14 @@ fn a_model_fitted_to_fio_json_stands_in_for_a_preset() {
     measure(&runs, 32);
     // Without a QD1 run it names the run to make.
     let model = dir.path().join("my-disk.toml");
-    raidlab()
-        .args([
-            "calibrate",
-            runs.to_str().unwrap(),
-            "-o",
-            model.to_str().unwrap(),
-        ])
-        .assert()
+    calibrate(&runs, &model)
         .failure()
         .stderr(predicate::str::contains("iodepth=1"))
         .stderr(predicate::str::contains("fio --name=randread-qd1"));
     assert!(!model.exists());
     measure(&runs, 1);
     measure(&runs, 4);
-    raidlab()
-        .args([
-            "calibrate",
-            runs.to_str().unwrap(),
-            "-o",
-            model.to_str().unwrap(),
-        ])
-        .assert()
+    calibrate(&runs, &model)
         .success()
         .stdout(predicate::str::contains("median error"));
     let text = std::fs::read_to_string(&model).unwrap();
@@ -93,66 +95,24 @@ fn a_model_fitted_to_fio_json_stands_in_for_a_preset() {
         "{text}"
     );
     // The file stands in for the preset, and predicts a depth it was not fitted on.
-    let sim = |disk: &str, extra: &[&str]| {
-        let mut a = vec![
-            "sim",
-            "--disks",
-            "1",
-            "--level",
-            "single",
-            "--disk",
-            disk,
-            "--size",
-            "3600g",
-            "--rw",
-            "randread",
-            "--iodepth",
-            "8",
-            "--runtime",
-            "60s",
-        ];
-        a.extend_from_slice(extra);
-        iops(&a)
-    };
-    let fitted = sim(model.to_str().unwrap(), &[]);
-    let truth = sim(
-        "hdd-7200",
-        &[
-            "--disk-param",
-            "avg_seek=11ms",
-            "--disk-param",
-            "reorder_noise=1",
-        ],
-    );
+    let mut fitted = one_disk(model.to_str().unwrap());
+    fitted.args(randread(8));
+    let mut truth = one_disk("hdd-7200");
+    truth.args(THE_DRIVE).args(randread(8));
+    let (fitted, truth) = (iops(fitted), iops(truth));
     assert!(
         (fitted / truth - 1.0).abs() < 0.10,
         "QD8: fitted model {fitted:.1}, the drive {truth:.1}"
     );
     // It never overwrites a model file.
-    raidlab()
-        .args([
-            "calibrate",
-            runs.to_str().unwrap(),
-            "-o",
-            model.to_str().unwrap(),
-        ])
-        .assert()
+    calibrate(&runs, &model)
         .failure()
         .stderr(predicate::str::contains("does not overwrite"));
     // A bad value in a model file is refused with its file, line and field.
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, text.replace("rpm = 7200", "rpm = \"fast\"")).unwrap();
     let line = text.lines().position(|l| l == "rpm = 7200").unwrap() + 1;
-    raidlab()
-        .args([
-            "sim",
-            "--disks",
-            "1",
-            "--level",
-            "single",
-            "--disk",
-            bad.to_str().unwrap(),
-        ])
+    one_disk(bad.to_str().unwrap())
         .assert()
         .failure()
         .stderr(predicate::str::contains(format!(
@@ -198,14 +158,7 @@ fn real_fio_json_is_read() {
         );
     }
     let model = dir.path().join("file.toml");
-    raidlab()
-        .args([
-            "calibrate",
-            runs.to_str().unwrap(),
-            "-o",
-            model.to_str().unwrap(),
-        ])
-        .assert()
+    calibrate(&runs, &model)
         .success()
         .stdout(predicate::str::contains("randread 4k qd1×1 over 16m"))
         .stdout(predicate::str::contains("randread 4k qd8×1 over 16m"));
