@@ -95,6 +95,9 @@ impl Deadline {
     /// batch of `fifo_batch`; then, or at the top, start the next batch from the oldest
     /// command if its deadline passed (or nothing lies further up), else go on up.
     fn pop(&mut self, now: Nanos) -> Option<Queued> {
+        if self.sorted.is_empty() {
+            return None;
+        }
         let up = self.sorted.range((self.next, 0)..).next().map(|(k, _)| *k);
         let key = match up {
             Some(k) if self.batching < FIFO_BATCH => {

@@ -369,6 +369,18 @@ impl Hdd {
     fn submit<W: Wakes>(&mut self, now: Nanos, op: MemberOp, out: &mut Out<W>) {
         self.pending += 1;
         let q = self.locate(op, now);
+        let cached = op.write && self.write_cache;
+        if !self.busy
+            && !cached
+            && self.queue.is_empty()
+            && self.destage.is_empty()
+            && self.barrier.is_none()
+        {
+            // The drive is idle and this is the only command it could choose: serve it.
+            let (pos, xfer) = self.positioning(self.revs_at(now), &q);
+            self.serve(now, q, pos, xfer, true, out);
+            return;
+        }
         // Nothing overtakes what already waits above the drive.
         if self.barrier.is_some() || !self.elevator.is_empty() || !self.has_slot() {
             self.elevator.push(q);
@@ -408,7 +420,7 @@ impl Hdd {
 
     /// Send down what waits above the drive while it has room.
     fn refill<W: Wakes>(&mut self, now: Nanos, out: &mut Out<W>) {
-        while self.barrier.is_none() && self.has_slot() {
+        while !self.elevator.is_empty() && self.barrier.is_none() && self.has_slot() {
             match self.elevator.pop(now) {
                 Some(q) => self.accept(now, q, out),
                 None => break,
@@ -476,6 +488,20 @@ impl Hdd {
                 None => return,
             },
         };
+        self.serve(now, q, pos, xfer, holds_slot, out);
+    }
+
+    /// Start serving `q`, positioned in `pos` and transferred in `xfer` nanoseconds.
+    #[inline]
+    fn serve<W: Wakes>(
+        &mut self,
+        now: Nanos,
+        q: Queued,
+        pos: f64,
+        xfer: f64,
+        holds_slot: bool,
+        out: &mut Out<W>,
+    ) {
         let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
         self.busy = true;
