@@ -258,8 +258,20 @@ pub struct ImportArgs {
 pub struct CalibrateArgs {
     /// raidlab results directories or directories (files) of fio JSON, all of one drive:
     /// random reads at iodepth 1 and deeper, optionally sequential reads.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "device", conflicts_with = "device")]
     pub inputs: Vec<PathBuf>,
+    /// Measure this drive first (root): a read-only fio sweep — random reads at queue
+    /// depth 1, 4, 8, 16, 32 over the whole disk and at depth 1 over 1 % of it, sequential
+    /// reads at its start — kept as fio JSON in OUT's name with `.runs`. The drive must not
+    /// be in use (mounted, held, open): the sweep times it alone.
+    #[arg(long, value_name = "DEV")]
+    pub device: Option<String>,
+    /// Seconds per point of the --device sweep (7 points).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub seconds: u64,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// The model file to write.
     #[arg(long, short)]
     pub out: PathBuf,

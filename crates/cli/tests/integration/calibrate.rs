@@ -166,3 +166,80 @@ fn real_fio_json_is_read() {
         .unwrap()
         .contains("kind = \"hdd\""));
 }
+
+/// `--device`: the read-only sweep on a loop device (its figures are no disk's: the test
+/// is of the flow, the guards and the model file), refused while anything else has the
+/// device open, and for a path that is no block device.
+#[test]
+fn device_sweep_measures_under_the_guards() {
+    let _machine = raidlab_testkit::shared();
+    if !super::host::can_run() {
+        return;
+    }
+    let lab = super::host::Lab::new(1);
+    let dev = lab.devs[0].clone();
+    let model = lab.path().join("loop.toml");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["calibrate", "--device", &dev, "-o", model.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        lab.raidlab(&args, &[])
+    };
+    // Another process holds the device open: refused, nothing measured.
+    let holder = std::fs::File::open(&dev).unwrap();
+    let o = run(&["--seconds", "1", "--quiet"]);
+    assert!(!o.status.success());
+    assert!(
+        super::host::text(&o).contains("open by pid"),
+        "{}",
+        super::host::text(&o)
+    );
+    assert!(!model.with_extension("runs").exists());
+    drop(holder);
+    let o = run(&["--seconds", "1", "--quiet"]);
+    assert!(o.status.success(), "{}", super::host::text(&o));
+    let runs = std::fs::read_dir(model.with_extension("runs"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 7, "one fio JSON per point of the sweep");
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        text.contains("capacity = \"1g\""),
+        "the device's size: {text}"
+    );
+    let o = lab.raidlab(
+        &[
+            "sim",
+            "--disks",
+            "1",
+            "--level",
+            "single",
+            "--disk",
+            model.to_str().unwrap(),
+            "--size",
+            "512m",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", super::host::text(&o));
+    // Nothing is rewritten: the model file and the measurements stay as they are.
+    let o = run(&["--seconds", "1", "--quiet"]);
+    assert!(super::host::text(&o).contains("does not overwrite"));
+    assert_eq!(std::fs::read_to_string(&model).unwrap(), text);
+    // A regular file is no disk.
+    let img = lab.path().join("disk0.img");
+    let o = lab.raidlab(
+        &[
+            "calibrate",
+            "--device",
+            img.to_str().unwrap(),
+            "-o",
+            lab.path().join("f.toml").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(
+        super::host::text(&o).contains("not a block device"),
+        "{}",
+        super::host::text(&o)
+    );
+}
