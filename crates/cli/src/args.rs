@@ -3,7 +3,7 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use raidlab_core::{Nanos, TargetKind};
+use raidlab_core::{Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache};
 use std::path::PathBuf;
 
 /// raidlab — which RAID layout, on these disks, for this workload?
@@ -158,15 +158,15 @@ pub struct SimArgs {
     #[arg(long, default_value = "hdd-7200")]
     pub disk: String,
     /// Override the model's capacity, e.g. 2t.
-    #[arg(long)]
-    pub disk_capacity: Option<String>,
+    #[arg(long, value_parser = parsed::<Bytes>)]
+    pub disk_capacity: Option<Bytes>,
     /// Override one of the model's figures, e.g. queue_depth=1 or avg_seek=9ms
     /// (repeatable; `raidlab disks --models` lists them)
     #[arg(long, value_name = "NAME=VALUE")]
     pub disk_param: Vec<String>,
     /// Use only the first SPAN bytes of each disk, e.g. 30g.
-    #[arg(long)]
-    pub span: Option<String>,
+    #[arg(long, value_parser = parsed::<Bytes>)]
+    pub span: Option<Bytes>,
     /// Commands the host adapter keeps in flight across all disks at once (an HBA's
     /// queue, a port multiplier) [default: no limit, each disk on its own port]
     #[arg(long, value_name = "N")]
@@ -174,55 +174,74 @@ pub struct SimArgs {
     /// The host's I/O scheduler above each disk: mq-deadline (sorts what waits beyond the
     /// drive's own queue) or none (arrival order) [default: mq-deadline for disks, none
     /// for flash]
-    #[arg(long)]
-    pub scheduler: Option<String>,
+    #[arg(long, value_parser = parsed::<Scheduler>)]
+    pub scheduler: Option<Scheduler>,
     /// RAID level: single, raid0, raid1, raid10, raid5, raid6.
-    #[arg(long, default_value = "raid5")]
-    pub level: String,
+    #[arg(long, default_value = "raid5", value_parser = parsed::<Level>)]
+    pub level: Level,
     /// md layout (n2, f2, o2, left-symmetric …) [default: md's default for the level].
-    #[arg(long)]
-    pub layout: Option<String>,
+    #[arg(long, value_parser = parsed::<Layout>)]
+    pub layout: Option<Layout>,
     /// Chunk size.
-    #[arg(long, default_value = "512k")]
-    pub chunk: String,
+    #[arg(long, default_value = "512k", value_parser = parsed::<Bytes>)]
+    pub chunk: Bytes,
     /// Member write caches: off or on.
-    #[arg(long, default_value = "off")]
-    pub write_cache: String,
+    #[arg(long, default_value = "off", value_parser = parsed::<WriteCache>)]
+    pub write_cache: WriteCache,
     /// md write-intent bitmap: none or internal.
-    #[arg(long, default_value = "none")]
-    pub bitmap: String,
+    #[arg(long, default_value = "none", value_parser = parsed::<Bitmap>)]
+    pub bitmap: Bitmap,
     /// raid5/6 stripe cache in 4 KiB stripe heads (md's stripe_cache_size, 17–32768)
     /// [default: md's 256]
     #[arg(long)]
     pub stripe_cache: Option<u32>,
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
-    #[arg(long, default_value = "wait")]
-    pub resync: String,
+    #[arg(long, default_value = "wait", value_parser = parsed::<Resync>)]
+    pub resync: Resync,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
-    #[arg(long, default_value = "randread")]
-    pub rw: String,
+    #[arg(long, default_value = "randread", value_parser = parsed::<Rw>)]
+    pub rw: Rw,
     /// Block size.
-    #[arg(long, default_value = "4k")]
-    pub bs: String,
+    #[arg(long, default_value = "4k", value_parser = parsed::<Bytes>)]
+    pub bs: Bytes,
     /// Queue depth per job.
     #[arg(long, default_value_t = 1)]
     pub iodepth: u32,
     #[arg(long, default_value_t = 1)]
     pub numjobs: u32,
     /// Size of the test region (a file at the start of the array).
-    #[arg(long, default_value = "10g")]
-    pub size: String,
+    #[arg(long, default_value = "10g", value_parser = parsed::<Bytes>)]
+    pub size: Bytes,
     /// Simulated run time.
-    #[arg(long, default_value = "30s")]
-    pub runtime: String,
+    #[arg(long, default_value = "30s", value_parser = parsed::<Nanos>)]
+    pub runtime: Nanos,
     /// Read percentage for randrw / rw.
     #[arg(long, default_value_t = 50)]
     pub rwmixread: u8,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output: csv (the export columns), json (raidlab's row), fio-json (fio's own format).
-    #[arg(long, default_value = "csv")]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = SimFormat::Csv)]
+    pub format: SimFormat,
+}
+
+/// What `raidlab sim` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimFormat {
+    /// The export columns.
+    Csv,
+    /// raidlab's row.
+    Json,
+    /// fio's own JSON format.
+    FioJson,
+}
+
+/// A typed flag value, parsed by the type's own `FromStr` (its error says what to write).
+fn parsed<T: std::str::FromStr>(s: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    s.parse().map_err(|e: T::Err| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -230,19 +249,19 @@ pub struct ReportArgs {
     /// A results directory (made by `raidlab run` or `raidlab import`).
     pub dir: PathBuf,
     /// html (default), csv, json or md.
-    #[arg(long, short, default_value = "html")]
-    pub format: String,
+    #[arg(long, short, default_value = "html", value_parser = parsed::<raidlab_report::Format>)]
+    pub format: raidlab_report::Format,
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Add a chart with this plan dimension on the x axis: level, layout, chunk, bs,
     /// iodepth, numjobs, disks, rw.
-    #[arg(long)]
-    pub x: Option<String>,
+    #[arg(long, value_parser = parsed::<raidlab_report::Dim>)]
+    pub x: Option<raidlab_report::Dim>,
     /// … and this metric on the y axis [default: iops]: iops, read_iops, write_iops, bw,
     /// read_bw, write_bw, lat, read_lat, write_lat, p99, read_p99, write_p99.
-    #[arg(long)]
-    pub y: Option<String>,
+    #[arg(long, value_parser = parsed::<raidlab_report::Metric>)]
+    pub y: Option<raidlab_report::Metric>,
 }
 
 #[derive(Debug, Args)]
@@ -279,8 +298,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "hdd-7200")]
     pub base: String,
     /// The drive's capacity, e.g. 2t [default: the base preset's].
-    #[arg(long)]
-    pub capacity: Option<String>,
+    #[arg(long, value_parser = parsed::<Bytes>)]
+    pub capacity: Option<Bytes>,
     /// The model's name [default: the output file's name without .toml].
     #[arg(long)]
     pub name: Option<String>,

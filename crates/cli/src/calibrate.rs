@@ -22,8 +22,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
             DiskModel::preset_names().join(", ")
         )
     })?;
-    if let Some(c) = &a.capacity {
-        let c: Bytes = c.parse().map_err(|e| anyhow!("--capacity {c}: {e}"))?;
+    if let Some(c) = a.capacity {
         base = base.with_capacity(c);
     }
     let mut inputs = a.inputs.clone();

@@ -117,29 +117,17 @@ fn plan(a: args::PlanArgs) -> Result<()> {
 }
 
 fn report(a: args::ReportArgs) -> Result<()> {
-    let format: raidlab_report::Format = a
-        .format
-        .parse()
-        .map_err(|e: String| anyhow::anyhow!("--format {}: {e}", a.format))?;
-    let axes = match (&a.x, &a.y) {
+    let format = a.format;
+    let axes = match (a.x, a.y) {
         (None, None) => None,
-        (Some(x), y) => {
-            let x: raidlab_report::Dim = x.parse().map_err(|e: String| anyhow::anyhow!("--x: {e}"))?;
-            let y: raidlab_report::Metric = y
-                .as_deref()
-                .unwrap_or("iops")
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("--y: {e}"))?;
-            Some((x, y))
-        }
+        (Some(x), y) => Some((x, y.unwrap_or(raidlab_report::Metric::Iops))),
         (None, Some(_)) => anyhow::bail!(
             "--y needs --x: name the dimension to spread over the x axis (level, layout, chunk, bs, iodepth, numjobs, disks, rw)"
         ),
     };
     if axes.is_some() && format != raidlab_report::Format::Html {
         anyhow::bail!(
-            "--x/--y add a chart to the HTML report: drop --format {} or use --format html",
-            a.format
+            "--x/--y add a chart to the HTML report: drop --format or use --format html"
         );
     }
     let store = raidlab_store::Store::open(&a.dir)?;

@@ -1,7 +1,7 @@
 //! `raidlab sim`: one simulated case from flags. The flags are set on a one-case plan
 //! (`Plan::builder`) that the plan reader validates exactly like a plan file.
 
-use crate::args::SimArgs;
+use crate::args::{SimArgs, SimFormat};
 use anyhow::{anyhow, bail, Result};
 use raidlab_core::Plan;
 use std::io::Write;
@@ -12,9 +12,9 @@ pub fn sim(a: SimArgs) -> Result<()> {
     let case = &plan.cases()[0];
     let out = raidlab_sim::simulate(case, a.seed)?;
     let mut stdout = std::io::stdout().lock();
-    match a.format.as_str() {
-        "fio-json" => stdout.write_all(out.fio_json.as_bytes())?,
-        "csv" | "json" => {
+    match a.format {
+        SimFormat::FioJson => stdout.write_all(out.fio_json.as_bytes())?,
+        SimFormat::Csv | SimFormat::Json => {
             let parsed = raidlab_fio::parse_output(&out.fio_json)?;
             let mut row = raidlab_report::Row::new(
                 &case.id.0,
@@ -32,10 +32,12 @@ pub fn sim(a: SimArgs) -> Result<()> {
                 e.as_ref(),
                 [(&parsed.figures, &environment, log.as_slice())],
             );
-            let format = a.format.parse().map_err(|e: String| anyhow!(e))?;
+            let format = match a.format {
+                SimFormat::Csv => raidlab_report::Format::Csv,
+                _ => raidlab_report::Format::Json,
+            };
             stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
         }
-        other => bail!("--format {other}: use csv, json or fio-json"),
     }
     Ok(())
 }
@@ -44,17 +46,17 @@ pub fn sim(a: SimArgs) -> Result<()> {
 fn plan(a: &SimArgs) -> Result<Plan> {
     let mut b = Plan::builder("sim");
     b.disks("count", a.disks).disks("model", &a.disk);
-    if let Some(c) = &a.disk_capacity {
-        b.disks("capacity", c);
+    if let Some(c) = a.disk_capacity {
+        b.disks("capacity", c.to_fio());
     }
-    if let Some(s) = &a.span {
-        b.disks("span", s);
+    if let Some(s) = a.span {
+        b.disks("span", s.to_fio());
     }
     if let Some(n) = a.host_queue {
         b.disks("host_queue", n);
     }
-    if let Some(s) = &a.scheduler {
-        b.disks("scheduler", s);
+    if let Some(s) = a.scheduler {
+        b.disks("scheduler", s.word());
     }
     for p in &a.disk_param {
         let Some((k, v)) = p.split_once('=') else {
@@ -62,29 +64,26 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         };
         b.disk_param(k.trim(), v.trim());
     }
-    b.array("level", &a.level)
+    b.array("level", a.level.word())
         .array("filesystem", "none")
-        .array("write_cache", &a.write_cache);
-    let level: raidlab_core::Level = a
-        .level
-        .parse()
-        .map_err(|e| anyhow!("--level {}: {e}", a.level))?;
-    if level.has_chunk() {
-        b.array("chunk", &a.chunk);
+        .array("write_cache", a.write_cache.word());
+    if a.level.has_chunk() {
+        b.array("chunk", a.chunk.to_fio());
     }
     if let Some(rows) = a.stripe_cache {
         b.array("stripe_cache", rows);
     }
-    b.array("bitmap", &a.bitmap).array("resync", &a.resync);
-    if let Some(l) = &a.layout {
-        b.array("layout", l);
+    b.array("bitmap", a.bitmap.word())
+        .array("resync", a.resync.word());
+    if let Some(l) = a.layout {
+        b.array("layout", l.to_string());
     }
-    b.workload("rw", &a.rw)
-        .workload("bs", &a.bs)
+    b.workload("rw", a.rw.word())
+        .workload("bs", a.bs.to_fio())
         .workload("iodepth", a.iodepth)
         .workload("numjobs", a.numjobs)
-        .workload("size", &a.size)
-        .workload("runtime", &a.runtime)
+        .workload("size", a.size.to_fio())
+        .workload("runtime", a.runtime.to_fio())
         .workload("rwmixread", a.rwmixread);
     // Errors name the plan field; the flag has the same name with dashes, but for the
     // disk fields whose flags are named after the disk.

@@ -211,11 +211,13 @@ fn sim_prints_one_csv_row() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("raid6 needs at least 4 disks"));
-    // An error names the flag the bad value came from, also where flag and field differ.
+    // An error names the flag the bad value came from, also where flag and field differ:
+    // a value of the wrong type at parsing (clap), a rule of the plan's after.
     for (args, flag) in [
         (["--disk", "nope"], "(from --disk)"),
-        (["--disk-capacity", "lots"], "(from --disk-capacity)"),
+        (["--disk-capacity", "lots"], "for '--disk-capacity <DISK_CAPACITY>'"),
         (["--chunk", "96k"], "(from --chunk)"),
+        (["--level", "raid7"], "for '--level <LEVEL>': use one of single"),
     ] {
         raidlab()
             .arg("sim")

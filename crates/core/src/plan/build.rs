@@ -26,6 +26,12 @@ impl From<&String> for FieldValue {
     }
 }
 
+impl From<String> for FieldValue {
+    fn from(s: String) -> Self {
+        FieldValue::Text(s)
+    }
+}
+
 impl From<u32> for FieldValue {
     fn from(n: u32) -> Self {
         FieldValue::Number(n.into())
