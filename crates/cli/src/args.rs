@@ -3,7 +3,9 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use raidlab_core::{Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache};
+use raidlab_core::{
+    Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache,
+};
 use std::path::PathBuf;
 
 /// raidlab — which RAID layout, on these disks, for this workload?

@@ -126,9 +126,7 @@ fn report(a: args::ReportArgs) -> Result<()> {
         ),
     };
     if axes.is_some() && format != raidlab_report::Format::Html {
-        anyhow::bail!(
-            "--x/--y add a chart to the HTML report: drop --format or use --format html"
-        );
+        anyhow::bail!("--x/--y add a chart to the HTML report: drop --format or use --format html");
     }
     let store = raidlab_store::Store::open(&a.dir)?;
     let title = store.meta()?.name;

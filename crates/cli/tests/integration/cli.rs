@@ -215,9 +215,15 @@ fn sim_prints_one_csv_row() {
     // a value of the wrong type at parsing (clap), a rule of the plan's after.
     for (args, flag) in [
         (["--disk", "nope"], "(from --disk)"),
-        (["--disk-capacity", "lots"], "for '--disk-capacity <DISK_CAPACITY>'"),
+        (
+            ["--disk-capacity", "lots"],
+            "for '--disk-capacity <DISK_CAPACITY>'",
+        ),
         (["--chunk", "96k"], "(from --chunk)"),
-        (["--level", "raid7"], "for '--level <LEVEL>': use one of single"),
+        (
+            ["--level", "raid7"],
+            "for '--level <LEVEL>': use one of single",
+        ),
     ] {
         raidlab()
             .arg("sim")

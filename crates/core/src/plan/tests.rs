@@ -401,3 +401,36 @@ proptest::proptest! {
         proptest::prop_assert_eq!(p.cases().len(), nl * nc * nr * nq);
     }
 }
+
+/// `[disks] model = "FILE.toml"`: the file beside the plan is read, its model goes with
+/// each case (another content, another case id), and an error in it names its own line.
+#[test]
+fn a_model_file_beside_the_plan_stands_in_for_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = DiskModel {
+        name: "mine".into(),
+        ..DiskModel::preset("hdd-7200").unwrap()
+    };
+    std::fs::write(dir.path().join("mine.toml"), mine.to_toml("test")).unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, SEED_2013.replace("hdd-7200-500g-2010", "mine.toml")).unwrap();
+    let p = Plan::load(&plan).unwrap();
+    let case = &p.cases()[0];
+    assert_eq!(case.disks.model.as_deref(), Some("mine.toml"));
+    assert_eq!(case.disks.resolved_model().unwrap().unwrap().name, "mine");
+    let faster = mine.to_toml("test").replace("rpm = 7200", "rpm = 10000");
+    std::fs::write(dir.path().join("mine.toml"), &faster).unwrap();
+    assert_ne!(Plan::load(&plan).unwrap().cases()[0].id, case.id);
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        faster.replace("rpm = 10000", "rpm = \"x\""),
+    )
+    .unwrap();
+    let e = Plan::load(&plan).unwrap_err();
+    assert_eq!(e.field, "disks.model");
+    let line = faster.lines().position(|l| l == "rpm = 10000").unwrap() + 1;
+    assert!(
+        e.message.contains(&format!("mine.toml:{line}: rpm = x")),
+        "{e}"
+    );
+}

@@ -375,6 +375,7 @@ impl Hdd {
             && self.queue.is_empty()
             && self.destage.is_empty()
             && self.barrier.is_none()
+            && self.elevator.is_empty()
         {
             // The drive is idle and this is the only command it could choose: serve it.
             let (pos, xfer) = self.positioning(self.revs_at(now), &q);
