@@ -60,6 +60,9 @@ pub enum Command {
     /// Fit a disk model to one drive's own fio measurements and save it as a model file
     /// that stands in for a preset (`raidlab sim --disk FILE`, `[disks] model = "FILE"`).
     Calibrate(CalibrateArgs),
+    /// The probability that a layout loses data over the years: a seeded Monte Carlo over
+    /// member lifetimes (Weibull), rebuilds and read errors, with MTTDL beside it.
+    Risk(RiskArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -305,6 +308,46 @@ pub struct CalibrateArgs {
     /// The model's name [default: the output file's name without .toml].
     #[arg(long)]
     pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RiskArgs {
+    /// RAID level.
+    #[arg(long, default_value = "raid6", value_parser = parsed::<Level>)]
+    pub level: Level,
+    /// Member disks.
+    #[arg(long, default_value_t = 8)]
+    pub disks: u32,
+    /// md layout [default: md's default for the level].
+    #[arg(long, value_parser = parsed::<Layout>)]
+    pub layout: Option<Layout>,
+    /// The disk model (a preset or a model file): its capacity, and with it the rebuild time
+    /// when --rebuild is not given.
+    #[arg(long, default_value = "hdd-7200-16t-2019")]
+    pub disk: String,
+    /// Annualised failure rate of a member (Backblaze's 2024 drive stats: 1.57 %).
+    #[arg(long, default_value_t = 0.0157)]
+    pub afr: f64,
+    /// Weibull shape of member lifetimes: 1 is exponential; Elerath & Pecht (2009) fit 1.12
+    /// to field data.
+    #[arg(long, default_value_t = 1.12)]
+    pub shape: f64,
+    /// Rebuild time, e.g. 30h [default: the disk model's whole member at md's default
+    /// ceiling of 200 000 KiB/s or the disk's mean media rate, whichever is lower, on an
+    /// idle array].
+    #[arg(long, value_parser = parsed::<Nanos>)]
+    pub rebuild: Option<Nanos>,
+    /// Unrecoverable read errors per bit read during a rebuild with no redundancy left
+    /// (datasheets: 1e-15 enterprise, 1e-14 desktop; 0: none).
+    #[arg(long, default_value_t = 1e-15)]
+    pub ure: f64,
+    /// Mission time in years.
+    #[arg(long, default_value_t = 5.0)]
+    pub years: f64,
+    #[arg(long, default_value_t = 1_000_000)]
+    pub trials: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 #[derive(Debug, Args)]

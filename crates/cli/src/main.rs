@@ -8,6 +8,7 @@ mod host;
 mod import;
 mod lab;
 mod progress;
+mod risk;
 mod run;
 mod sim;
 
@@ -49,6 +50,7 @@ fn run_cli() -> Result<()> {
         Command::Report(a) => report(a),
         Command::Import(a) => import::import(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Risk(a) => risk::risk(a),
         Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
         Command::Cleanup(a) => host::cleanup(a),

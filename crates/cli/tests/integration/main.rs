@@ -8,6 +8,7 @@ mod host;
 mod host_safety;
 mod interrupt;
 mod report_chromium;
+mod risk;
 mod vm;
 
 use std::path::Path;
