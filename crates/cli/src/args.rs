@@ -80,7 +80,7 @@ pub struct RunArgs {
     #[arg(long, short, value_parser = target_kind())]
     pub target: Option<TargetKind>,
     /// Results directory [default: results/<plan name>].
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "output")]
     pub out: Option<PathBuf>,
     /// Continue an interrupted run in the existing results directory: finished cases are kept.
     #[arg(long)]
@@ -241,6 +241,56 @@ pub enum SimFormat {
     FioJson,
 }
 
+/// A typed flag value of a few words: completions and `--help` offer the words, and a
+/// value is parsed by the type's own `FromStr`, whose error says what to write.
+fn words<T>(words: Vec<&'static str>) -> Words<T> {
+    Words {
+        words,
+        typed: std::marker::PhantomData,
+    }
+}
+
+#[derive(Clone)]
+struct Words<T> {
+    words: Vec<&'static str>,
+    typed: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> TypedValueParser for Words<T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Display,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        text.parse().map_err(|e: T::Err| {
+            let flag = arg.map_or(String::new(), |a| format!(" for '--{}'", a.get_id()));
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{text}'{flag}: {e}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.words
+                .iter()
+                .map(|w| clap::builder::PossibleValue::new(*w)),
+        ))
+    }
+}
+
 /// A typed flag value, parsed by the type's own `FromStr` (its error says what to write).
 fn parsed<T: std::str::FromStr>(s: &str) -> Result<T, String>
 where
@@ -253,19 +303,17 @@ where
 pub struct ReportArgs {
     /// A results directory (made by `raidlab run` or `raidlab import`).
     pub dir: PathBuf,
-    /// html (default), csv, json or md.
-    #[arg(long, short, default_value = "html", value_parser = parsed::<raidlab_report::Format>)]
+    /// The report (html) or an export.
+    #[arg(long, short, default_value = "html", value_parser = words::<raidlab_report::Format>(vec!["html", "csv", "json", "md"]))]
     pub format: raidlab_report::Format,
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "out")]
     pub output: Option<PathBuf>,
-    /// Add a chart with this plan dimension on the x axis: level, layout, chunk, bs,
-    /// iodepth, numjobs, disks, rw.
-    #[arg(long, value_parser = parsed::<raidlab_report::Dim>)]
+    /// Add a chart with this plan dimension on the x axis.
+    #[arg(long, value_parser = words::<raidlab_report::Dim>(raidlab_report::Dim::ALL.map(raidlab_report::Dim::name).to_vec()))]
     pub x: Option<raidlab_report::Dim>,
-    /// … and this metric on the y axis [default: iops]: iops, read_iops, write_iops, bw,
-    /// read_bw, write_bw, lat, read_lat, write_lat, p99, read_p99, write_p99.
-    #[arg(long, value_parser = parsed::<raidlab_report::Metric>)]
+    /// … and this metric on the y axis [default: iops].
+    #[arg(long, value_parser = words::<raidlab_report::Metric>(raidlab_report::Metric::ALL.map(raidlab_report::Metric::name).to_vec()))]
     pub y: Option<raidlab_report::Metric>,
 }
 
@@ -274,7 +322,7 @@ pub struct ImportArgs {
     /// A file or directory tree of fio JSON output.
     pub source: PathBuf,
     /// The store to import into (created if missing) [default: results/import-<source name>].
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "output")]
     pub out: Option<PathBuf>,
 }
 

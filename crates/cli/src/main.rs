@@ -83,10 +83,10 @@ fn plan(a: args::PlanArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "plan `{}`: {} cases × {} repetition(s)",
+        "plan `{}`: {} × {}",
         plan.name,
-        plan.cases().len(),
-        plan.run.repeat
+        raidlab_core::plural(plan.cases().len(), "case", "cases"),
+        raidlab_core::plural(plan.run.repeat as usize, "repetition", "repetitions")
     )?;
     if let Some(d) = &plan.description {
         writeln!(out, "{d}")?;

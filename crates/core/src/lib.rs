@@ -28,3 +28,8 @@ pub use spec::{
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};
 pub use workload::{Headline, Rw, Workload};
+
+/// `1 case`, `2 cases`: a count with its noun.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -361,7 +361,10 @@ impl VmTarget {
                 .iter()
                 .map(|(c, _)| (c.workload.runtime + c.workload.ramp).get() / 1_000_000_000 + 60)
                 .sum::<u64>();
-        (cx.phase)(&format!("vm boot {n} ({} cases)", batch.len()));
+        (cx.phase)(&format!(
+            "vm boot {n} ({})",
+            raidlab_core::plural(batch.len(), "case", "cases")
+        ));
         let t0 = Instant::now();
         let mut q = spawn_qemu(&all).map_err(err)?;
         let ended = wait(&mut q, Duration::from_secs(budget), Some(cx.stop));

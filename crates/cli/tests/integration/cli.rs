@@ -406,11 +406,15 @@ fn import_a_bench_fio_tree_keeps_fios_iops_to_the_last_digit() {
 #[test]
 fn completions_and_man_page_come_from_the_clap_definition() {
     let _machine = raidlab_testkit::shared();
+    // Completions offer the values of word flags (issue 19, item 6), not files.
     raidlab()
         .args(["completions", "bash"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("raidlab"));
+        .stdout(predicate::str::contains("raidlab"))
+        .stdout(predicate::str::contains("html csv json md"))
+        .stdout(predicate::str::contains("level layout chunk bs iodepth numjobs disks rw"))
+        .stdout(predicate::str::contains("csv json fio-json"));
     raidlab()
         .arg("man")
         .assert()
@@ -915,4 +919,42 @@ fn import_survives_link_loops_fifos_and_impossible_figures() {
         .args(["report", store.to_str().unwrap()])
         .assert()
         .success();
+}
+
+/// Issue 19, item 6: counts agree with their nouns ("1 case", not "1 cases"), and `--out`
+/// and `--output` name the same thing in every command that writes somewhere.
+#[test]
+fn one_case_is_one_case_and_out_is_output() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("one.toml");
+    std::fs::write(
+        &plan,
+        "name = \"one\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randread\"\nruntime = \"2s\"\n",
+    )
+    .unwrap();
+    raidlab()
+        .args(["plan", plan.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "plan `one`: 1 case × 1 repetition",
+        ));
+    let out = dir.path().join("r");
+    raidlab()
+        .args(["run", plan.to_str().unwrap(), "--quiet", "--output"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(">1 case · target sim"), "the report's note");
+    let csv_file = dir.path().join("rows.csv");
+    raidlab()
+        .args(["report", out.to_str().unwrap(), "--format", "csv", "--out"])
+        .arg(&csv_file)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&csv_file)
+        .unwrap()
+        .starts_with("case_id,"));
 }
