@@ -347,7 +347,7 @@ fn off_model(o: &Observation) -> Option<Anomaly> {
         return None;
     }
     let (m, x, unit) = if e.judged_by == Headline::Bandwidth {
-        (bw / 1e6, e.bw_bytes_s / 1e6, "MB/s")
+        (bw / 1_048_576.0, e.bw_bytes_s / 1_048_576.0, "MiB/s")
     } else {
         (iops, e.iops, "IOPS")
     };

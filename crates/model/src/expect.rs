@@ -11,6 +11,9 @@ use crate::disk::PerDisk;
 use raidlab_core::{ArraySpec, Case, Headline, Layout, Level, Rw};
 use serde::Serialize;
 
+/// Bytes in a MiB: the report speaks MiB/s throughout.
+const MIB: f64 = 1_048_576.0;
+
 /// Where the per-disk figures came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -157,13 +160,22 @@ pub fn expect(case: &Case, d: &PerDisk, basis: Basis) -> Expectation {
         let (rb, wb) = (sr * d.read_bw, sw * d.write_bw);
         let bw = 1.0 / (rf / rb + wf / wb);
         let formula = match w.rw {
-            Rw::Read => format!("{sr} × {:.1} MB/s = {:.1} MB/s", d.read_bw / 1e6, bw / 1e6),
-            Rw::Write => format!("{sw} × {:.1} MB/s = {:.1} MB/s", d.write_bw / 1e6, bw / 1e6),
+            // MiB/s, as every table and chart of the report.
+            Rw::Read => format!(
+                "{sr} × {:.1} MiB/s = {:.1} MiB/s",
+                d.read_bw / MIB,
+                bw / MIB
+            ),
+            Rw::Write => format!(
+                "{sw} × {:.1} MiB/s = {:.1} MiB/s",
+                d.write_bw / MIB,
+                bw / MIB
+            ),
             _ => format!(
-                "1 / ({rf:.2}/({sr} × {:.1}) + {wf:.2}/({sw} × {:.1})) = {:.1} MB/s",
-                d.read_bw / 1e6,
-                d.write_bw / 1e6,
-                bw / 1e6
+                "1 / ({rf:.2}/({sr} × {:.1}) + {wf:.2}/({sw} × {:.1})) = {:.1} MiB/s",
+                d.read_bw / MIB,
+                d.write_bw / MIB,
+                bw / MIB
             ),
         };
         Expectation {
@@ -313,6 +325,14 @@ pub(crate) mod tests {
             268.0,
             "one stream is not accelerated"
         );
+        // The formula speaks MiB/s, as the report's tables and charts do (issue 19).
+        let f = expect(
+            &case(Level::Raid0, None, 4, Rw::Read, 1 << 20),
+            &d,
+            Basis::Baseline,
+        )
+        .formula;
+        assert_eq!(f, "4 × 255.6 MiB/s = 1022.3 MiB/s");
     }
 
     #[test]

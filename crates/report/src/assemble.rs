@@ -171,13 +171,29 @@ pub fn build(store: &Store) -> Result<Built> {
                     .iter()
                     .zip(&logs)
                     .map(|(r, log)| (&r.figures, &r.environment, log.as_slice()));
+                // One sentence per finding, with the repetitions it was found in.
+                let mut found: Vec<(String, Vec<u32>)> = Vec::new();
                 for (i, a) in row.judge(case, e.as_ref(), runs) {
-                    detail.anomalies.push(if results.len() > 1 {
-                        format!("Repetition {}: {}", results[i].repetition, a.message)
-                    } else {
-                        a.message
-                    });
+                    let rep = results[i].repetition;
+                    match found.iter_mut().find(|(m, _)| *m == a.message) {
+                        Some((_, reps)) => reps.push(rep),
+                        None => found.push((a.message, vec![rep])),
+                    }
                 }
+                detail.anomalies = found
+                    .into_iter()
+                    .map(|(message, reps)| match (results.len(), reps.as_slice()) {
+                        (1, _) => message,
+                        (_, [one]) => format!("Repetition {one}: {message}"),
+                        (_, many) => format!(
+                            "Repetitions {}: {message}",
+                            many.iter()
+                                .map(u32::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    })
+                    .collect();
             }
             built.rows.push(row);
             built.details.push(detail);

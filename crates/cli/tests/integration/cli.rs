@@ -413,7 +413,9 @@ fn completions_and_man_page_come_from_the_clap_definition() {
         .success()
         .stdout(predicate::str::contains("raidlab"))
         .stdout(predicate::str::contains("html csv json md"))
-        .stdout(predicate::str::contains("level layout chunk bs iodepth numjobs disks rw"))
+        .stdout(predicate::str::contains(
+            "level layout chunk bs iodepth numjobs disks rw",
+        ))
         .stdout(predicate::str::contains("csv json fio-json"));
     raidlab()
         .arg("man")
@@ -957,4 +959,35 @@ fn one_case_is_one_case_and_out_is_output() {
     assert!(std::fs::read_to_string(&csv_file)
         .unwrap()
         .starts_with("case_id,"));
+}
+
+/// Issue 19, item 6: a finding shared by several repetitions is one sentence naming them,
+/// not the same sentence once per repetition.
+#[test]
+fn an_anomaly_of_every_repetition_is_said_once() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("resync.toml");
+    std::fs::write(
+        &plan,
+        "name = \"resync\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"raid5\"\nfilesystem = \"none\"\nresync = \"during\"\n[workloads]\nrw = \"randread\"\nruntime = \"3s\"\n[run]\nrepeat = 2\n",
+    )
+    .unwrap();
+    let out = dir.path().join("r");
+    raidlab()
+        .args(["run", plan.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let sentence = "Repetitions 1, 2: An md resync or recovery ran during the test";
+    assert_eq!(
+        html.matches(sentence).count(),
+        2,
+        "once in the list, once in the case's details"
+    );
+    assert!(
+        !html.contains("Repetition 1: An md resync"),
+        "no per-repetition copies"
+    );
 }
