@@ -22,8 +22,8 @@ pub use environment::{CommandRun, Environment};
 pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
-    ArraySpec, Bitmap, Engine, Filesystem, Layout, Level, Resync, Scheduler, WriteCache,
-    DEFAULT_STRIPE_CACHE,
+    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Layout, Level, Resync, Scheduler,
+    WriteCache, DEFAULT_STRIPE_CACHE,
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};

@@ -91,6 +91,26 @@ pub enum Bitmap {
     Internal,
 }
 
+/// The state an array is measured in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrayState {
+    /// Every member present.
+    #[default]
+    Healthy,
+    /// One member failed and removed (md's last member), nothing rebuilding: the array
+    /// serves from the others.
+    Degraded,
+}
+
+impl ArrayState {
+    pub fn is_healthy(&self) -> bool {
+        *self == ArrayState::Healthy
+    }
+}
+
 /// What to do about md's initial resync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -123,6 +143,10 @@ pub struct ArraySpec {
     pub resync: Resync,
     /// raid5/6 `stripe_cache_size` in 4 KiB pages per member ([`DEFAULT_STRIPE_CACHE`]).
     pub stripe_cache: Option<u32>,
+    /// Healthy, or degraded (a member gone). Absent from a healthy case's id, so the ids
+    /// of plans without the field are those of earlier versions.
+    #[serde(default, skip_serializing_if = "ArrayState::is_healthy")]
+    pub state: ArrayState,
 }
 
 impl ArraySpec {
@@ -204,6 +228,9 @@ impl ArraySpec {
         if self.resync == Resync::During {
             s.push_str(" resyncing");
         }
+        if self.state == ArrayState::Degraded {
+            s.push_str(" degraded");
+        }
         s
     }
 }
@@ -283,6 +310,11 @@ words!(WriteCache, "use off, on or keep", {
 words!(Scheduler, "use mq-deadline or none", {
     Scheduler::None => "none" | "noop",
     Scheduler::MqDeadline => "mq-deadline" | "deadline",
+});
+
+words!(ArrayState, "use healthy or degraded", {
+    ArrayState::Healthy => "healthy",
+    ArrayState::Degraded => "degraded",
 });
 
 words!(Bitmap, "use none or internal", {
@@ -478,6 +510,7 @@ mod tests {
             bitmap: Bitmap::None,
             resync: Resync::Wait,
             stripe_cache: Some(DEFAULT_STRIPE_CACHE),
+            state: Default::default(),
         };
         assert_eq!(a.label(), "raid5 512k");
         let b = ArraySpec {
@@ -521,6 +554,7 @@ mod tests {
             bitmap: Bitmap::None,
             resync: Resync::AssumeClean,
             stripe_cache: None,
+            state: Default::default(),
         };
         // md raid1 mirrors on every member; btrfs raid1 keeps two copies on any count.
         let md = spec(Engine::Md, Level::Raid1, 4);

@@ -8,7 +8,7 @@
 //! `run.target`, the command line and the labels stored with results.
 
 use crate::plan::{Plan, PlanError};
-use crate::spec::Engine;
+use crate::spec::{ArrayState, Engine};
 use crate::DiskModel;
 use std::fmt;
 use std::str::FromStr;
@@ -40,6 +40,9 @@ pub struct Capabilities {
     pub host_queue: bool,
     /// It honours `[disks] scheduler` (the others use the scheduler the disks have).
     pub scheduler: bool,
+    /// The array states it can put an array in, and whether it writes to a degraded one.
+    pub states: &'static [ArrayState],
+    pub degraded_writes: bool,
 }
 
 impl TargetKind {
@@ -65,6 +68,8 @@ impl TargetKind {
                 real_time: false,
                 host_queue: true,
                 scheduler: true,
+                states: &[ArrayState::Healthy, ArrayState::Degraded],
+                degraded_writes: false,
             },
             TargetKind::Vm => Capabilities {
                 engines: &[Engine::Md],
@@ -73,6 +78,8 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
+                states: &[ArrayState::Healthy],
+                degraded_writes: false,
             },
             TargetKind::Host => Capabilities {
                 engines: &[Engine::Md, Engine::Btrfs],
@@ -81,6 +88,8 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
+                states: &[ArrayState::Healthy],
+                degraded_writes: false,
             },
         }
     }
@@ -153,6 +162,23 @@ impl Plan {
                     "engine",
                     engine.to_string(),
                     kind.without_engine(engine),
+                ));
+            }
+            let state = case.array.state;
+            if !caps.states.contains(&state) {
+                return Err(self.error_at(
+                    "arrays",
+                    "state",
+                    format!("\"{state}\""),
+                    format!("the {kind} target does not fail members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
+                ));
+            }
+            if state == ArrayState::Degraded && case.workload.rw.writes() && !caps.degraded_writes {
+                return Err(self.error_at(
+                    "arrays",
+                    "state",
+                    "\"degraded\"".into(),
+                    format!("the {kind} target does not model writes to a degraded array yet (md's reconstruct-writes): give degraded arrays read workloads only ({} writes)", case.workload.rw),
                 ));
             }
         }

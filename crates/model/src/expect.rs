@@ -218,6 +218,7 @@ pub(crate) mod tests {
             bitmap: Bitmap::None,
             resync: Resync::AssumeClean,
             stripe_cache: None,
+            state: Default::default(),
         }
     }
 

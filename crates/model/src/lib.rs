@@ -43,6 +43,11 @@ pub fn expectation(
 ) -> Option<Expectation> {
     let w = &case.workload;
     let a = &case.array;
+    // The rules below are a healthy array's; a degraded one has no model yet (issue 17),
+    // so it is neither held against one nor flagged as off it.
+    if !a.state.is_healthy() {
+        return None;
+    }
     let members = if a.level == Level::Single {
         1
     } else {

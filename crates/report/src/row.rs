@@ -52,6 +52,8 @@ pub struct Row {
     /// I/Os the members served (fio's `disk_util` of each member) per I/O fio completed:
     /// md's cost made visible (raid10 writes ≈ 2, raid5 small writes ≈ 4).
     pub member_ios_per_io: Option<f64>,
+    /// The array's state: `healthy` or `degraded` (a member gone); empty for imports.
+    pub state: Option<String>,
     /// Short label for charts (`raid10 f2 512k`).
     pub array_label: String,
 }
@@ -108,6 +110,7 @@ impl Row {
             model_basis: None,
             anomalies: String::new(),
             member_ios_per_io: med(&member_ios_per_io),
+            state: a.map(|a| a.state.to_string()),
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),

@@ -18,6 +18,7 @@ fn main() {
             bitmap: Bitmap::None,
             resync: Resync::AssumeClean,
             stripe_cache: None,
+            state: Default::default(),
         };
         let mission = Mission {
             years: 5.0,

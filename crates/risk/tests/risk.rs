@@ -17,6 +17,7 @@ fn spec(level: Level, disks: u32, layout: Option<Layout>) -> ArraySpec {
         bitmap: Bitmap::None,
         resync: Resync::AssumeClean,
         stripe_cache: None,
+        state: Default::default(),
     }
 }
 

@@ -562,6 +562,7 @@ mod tests {
             bitmap: Bitmap::None,
             resync: Resync::AssumeClean,
             stripe_cache: Some(256),
+            state: Default::default(),
         }
     }
 

@@ -266,3 +266,65 @@ fn sequential_direct_writes_to_raid5_pre_read_part_filled_stripes() {
         "{buffered:.3} member reads per 1 MiB buffered write (expected ≈ 0)"
     );
 }
+
+/// One raid5 case of four `hdd-7200` at saturation (4 jobs × QD64 of 4 KiB random reads
+/// over 1 TB): (read IOPS, member I/Os per read, per-member read counts).
+fn saturated_reads(level: &str, state: &str) -> (f64, f64, Vec<u64>) {
+    let c = common::one_case(
+        "count = 4\nmodel = \"hdd-7200\"",
+        &format!("level = \"{level}\"\nstate = \"{state}\""),
+        "rw = \"randread\"\niodepth = 64\nnumjobs = 4\nsize = \"1t\"\nruntime = \"30s\"",
+    );
+    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let r = f.read.unwrap();
+    // fio's disk_util lists the md device (with its members' sums) and each member.
+    let members: Vec<u64> = f
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none())
+        .map(|d| d.read_ios)
+        .collect();
+    (
+        r.iops,
+        members.iter().sum::<u64>() as f64 / r.ios as f64,
+        members,
+    )
+}
+
+/// A degraded raid5 computes a lost chunk from every other member: 1 of n reads costs n − 1
+/// member reads, so at saturation it does n·D/2 reads a second, half the healthy n·D.
+#[test]
+fn degraded_raid5_reads_saturate_at_half() {
+    let (healthy, _, _) = saturated_reads("raid5", "healthy");
+    let (degraded, cost, members) = saturated_reads("raid5", "degraded");
+    let ratio = degraded / healthy;
+    assert!(
+        (ratio - 0.5).abs() <= 0.5 * 0.15,
+        "degraded {degraded:.1} / healthy {healthy:.1} = {ratio:.3}, theory 0.5"
+    );
+    assert!(
+        (cost - 1.5).abs() < 0.05,
+        "member reads per read {cost:.3}, theory 2(n−1)/n = 1.5"
+    );
+    assert_eq!(members[3], 0, "the lost member reads nothing: {members:?}");
+}
+
+/// Mirrors read the surviving copies only.
+#[test]
+fn degraded_mirrors_never_read_the_lost_member() {
+    for level in ["raid1", "raid10"] {
+        let (healthy, _, _) = saturated_reads(level, "healthy");
+        let (degraded, cost, members) = saturated_reads(level, "degraded");
+        assert_eq!(members[3], 0, "{level}: {members:?}");
+        assert!(members[..3].iter().all(|&m| m > 0), "{level}: {members:?}");
+        assert!(
+            (cost - 1.0).abs() < 1e-9,
+            "{level}: one member read per read"
+        );
+        assert!(
+            degraded < healthy * 0.85,
+            "{level}: {degraded:.1} vs {healthy:.1}"
+        );
+    }
+}

@@ -17,6 +17,8 @@ struct ArrayFields {
     bitmap: Bitmap,
     resync: Resync,
     stripe_cache: Option<u32>,
+    /// Array states (healthy when the table names none).
+    states: Vec<At<ArrayState>>,
 }
 
 const ENGINE: Key = Key::new("engine", "engine");
@@ -29,9 +31,10 @@ const WRITE_CACHE: Key = Key::new("write_cache", "write cache setting");
 const BITMAP: Key = Key::new("bitmap", "bitmap setting");
 const RESYNC: Key = Key::new("resync", "resync policy");
 const STRIPE_CACHE: Key = Key::new("stripe_cache", "page count").within(17, 32768);
+const STATE: Key = Key::new("state", "array state");
 
 /// The fields of an `[arrays]` table, in the order its errors name them.
-pub(super) const ARRAY_KEYS: [Key; 10] = [
+pub(super) const ARRAY_KEYS: [Key; 11] = [
     ENGINE,
     LEVEL,
     LAYOUT,
@@ -42,6 +45,7 @@ pub(super) const ARRAY_KEYS: [Key; 10] = [
     BITMAP,
     RESYNC,
     STRIPE_CACHE,
+    STATE,
 ];
 
 impl<'a> Cx<'a> {
@@ -71,14 +75,48 @@ impl<'a> Cx<'a> {
                 for layout in self.layouts_for(&a, *level, *n, prefix)? {
                     for chunk in chunks_for(&a, *level) {
                         for (fs, _) in &a.filesystems {
-                            let spec = spec(&a, *level, layout, chunk, *n, *fs);
-                            out.push((spec, level_span.clone()));
+                            for (state, state_span) in &a.states {
+                                let spec = ArraySpec {
+                                    state: *state,
+                                    ..spec(&a, *level, layout, chunk, *n, *fs)
+                                };
+                                self.check_state(&spec, state_span, prefix)?;
+                                out.push((spec, level_span.clone()));
+                            }
                         }
                     }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// A degraded array must have redundancy to lose, and no resync running.
+    fn check_state(
+        &self,
+        spec: &ArraySpec,
+        span: &Option<Range<usize>>,
+        prefix: &str,
+    ) -> Result<(), PlanError> {
+        if spec.state != ArrayState::Degraded {
+            return Ok(());
+        }
+        let why = if spec.fault_tolerance() == 0 {
+            format!(
+                "{} has no redundancy: with a member gone the array is gone; drop \"degraded\" or use a level with redundancy",
+                spec.level
+            )
+        } else if spec.resync == Resync::During {
+            "a degraded array has nothing to resync; use resync = \"wait\" with \"degraded\"".into()
+        } else {
+            return Ok(());
+        };
+        Err(self.err(
+            span.clone(),
+            &STATE.at(prefix),
+            Some("\"degraded\"".into()),
+            why,
+        ))
     }
 
     /// Read every field of the table, with the defaults of those it leaves out.
@@ -114,6 +152,10 @@ impl<'a> Cx<'a> {
             .single::<Resync>(t, prefix, RESYNC)?
             .unwrap_or((Resync::Wait, None));
         let stripe_cache = self.single::<u32>(t, prefix, STRIPE_CACHE)?;
+        let mut states = self.many::<ArrayState>(t, prefix, STATE)?;
+        if states.is_empty() {
+            states.push((ArrayState::Healthy, None));
+        }
         if let Some((n, s)) = &stripe_cache {
             if !STRIPE_CACHE.takes(*n) {
                 return Err(self.err(
@@ -152,6 +194,7 @@ impl<'a> Cx<'a> {
             bitmap,
             resync,
             stripe_cache: stripe_cache.map(|s| s.0),
+            states,
         })
     }
 
@@ -360,5 +403,6 @@ fn spec(
             }
             _ => None,
         },
+        state: ArrayState::Healthy,
     }
 }

@@ -291,4 +291,4 @@ macro_rules! words {
         }
     )+};
 }
-words!(Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync, Scheduler);
+words!(Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync, Scheduler, ArrayState);

@@ -434,3 +434,66 @@ fn a_model_file_beside_the_plan_stands_in_for_a_preset() {
         "{e}"
     );
 }
+
+/// `[arrays] state`: a dimension of the matrix, healthy by default (and then absent from
+/// the id); degraded needs redundancy and no resync; only the sim target takes it, and
+/// not with writes yet.
+#[test]
+fn array_state_is_a_dimension_with_its_rules() {
+    let redundant = SEED_2013.replace(
+        "[\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+        "[\"raid10\", \"raid5\", \"raid6\"]",
+    );
+    let both = redundant.replace(
+        "layout = []",
+        "layout = []\nstate = [\"healthy\", \"degraded\"]",
+    );
+    let p = parse(&both).unwrap();
+    let plain = parse(&redundant).unwrap();
+    assert_eq!(p.cases().len(), 2 * plain.cases().len());
+    let ids: Vec<&crate::CaseId> = plain.cases().iter().map(|c| &c.id).collect();
+    let healthy: Vec<&Case> = p
+        .cases()
+        .iter()
+        .filter(|c| c.array.state.is_healthy())
+        .collect();
+    assert!(
+        healthy.iter().all(|c| ids.contains(&&c.id)),
+        "healthy cases keep their ids"
+    );
+    let e = parse(&SEED_2013.replace(
+        "[\"raid0\", \"raid10\", \"raid5\", \"raid6\"]",
+        "\"raid0\"\nstate = \"degraded\"",
+    ))
+    .unwrap_err();
+    assert_eq!(e.field, "arrays.state");
+    assert!(e.message.contains("raid0 has no redundancy"), "{e}");
+    assert!(e.line.is_some());
+    let e = parse(&redundant.replace(
+        "layout = []",
+        "layout = []\nstate = \"degraded\"\nresync = \"during\"",
+    ))
+    .unwrap_err();
+    assert!(e.message.contains("nothing to resync"), "{e}");
+    let degraded =
+        parse(&redundant.replace("layout = []", "layout = []\nstate = \"degraded\"")).unwrap();
+    let e = degraded
+        .check_target(TargetKind::Host, crate::target::Check::Preview)
+        .unwrap_err();
+    assert_eq!(e.field, "arrays.state");
+    assert!(e.message.contains("does not fail members yet"), "{e}");
+    let e = degraded
+        .check_target(TargetKind::Sim, crate::target::Check::Run)
+        .unwrap_err();
+    assert!(e.message.contains("writes to a degraded array"), "{e}");
+    let reads = parse(
+        &redundant
+            .replace("layout = []", "layout = []\nstate = \"degraded\"")
+            .replace("[\"randread\", \"randwrite\"]", "\"randread\""),
+    )
+    .unwrap();
+    assert_eq!(
+        reads.check_target(TargetKind::Sim, crate::target::Check::Run),
+        Ok(())
+    );
+}

@@ -69,9 +69,12 @@ impl<D: Member> Engine<D> {
             }
             Level::Raid5 | Level::Raid6 => {
                 // A raid5 recovering its last member has not rebuilt it past the resync
-                // point yet: md reads those blocks back from every other member.
-                let missing = match (&self.resync, g.level) {
-                    (Some(r), Level::Raid5) if !r.finished() => Some((g.disks - 1, r.done)),
+                // point yet, and a degraded array has lost it: md reads those blocks back
+                // from every other member of the stripe (`fetch_block` reads all in-sync
+                // devices to compute a missing one).
+                let missing = match (&self.resync, g.level, self.failed) {
+                    (_, _, Some(f)) => Some((f, 0)),
+                    (Some(r), Level::Raid5, _) if !r.finished() => Some((g.disks - 1, r.done)),
                     _ => None,
                 };
                 for (off, l) in g.chunks(offset, len) {
@@ -125,15 +128,23 @@ impl<D: Member> Engine<D> {
         len: u64,
         out: &mut Vec<Piece>,
     ) {
+        let present = |c: &&(u32, u64)| Some(c.0) != self.failed;
         if write {
-            out.extend(
-                copies
-                    .iter()
-                    .map(|&(disk, offset)| Piece { disk, offset, len }),
-            );
+            out.extend(copies.iter().filter(present).map(|&(disk, offset)| Piece {
+                disk,
+                offset,
+                len,
+            }));
             return;
         }
-        let (disk, offset) = self.read_balance(copies);
+        let (disk, offset) = match self.failed {
+            // A lost member's copies are not there to read.
+            Some(f) if copies.iter().any(|c| c.0 == f) => {
+                let left: Vec<(u32, u64)> = copies.iter().filter(present).copied().collect();
+                self.read_balance(&left)
+            }
+            _ => self.read_balance(copies),
+        };
         out.push(Piece { disk, offset, len });
     }
 

@@ -316,6 +316,8 @@ pub struct Engine<D> {
     timers: VecDeque<Timer>,
     devices: Vec<D>,
     geo: Geometry,
+    /// The member a degraded array has lost (md's last), if it has.
+    failed: Option<u32>,
     rw: Rw,
     rwmixread: u8,
     bs: u64,
@@ -540,6 +542,7 @@ impl<D: Member> Engine<D> {
                 waiting: VecDeque::new(),
             },
             geo,
+            failed: (spec.state == raidlab_core::ArrayState::Degraded).then(|| spec.disks - 1),
         }
     }
 
