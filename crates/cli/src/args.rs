@@ -4,7 +4,7 @@
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use raidlab_core::{
-    Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache,
+    ArrayState, Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache,
 };
 use std::path::PathBuf;
 
@@ -200,6 +200,10 @@ pub struct SimArgs {
     /// [default: md's 256]
     #[arg(long)]
     pub stripe_cache: Option<u32>,
+    /// The array whole (healthy) or with its last member failed and removed (degraded;
+    /// read workloads only for now).
+    #[arg(long, default_value = "healthy", value_parser = parsed::<ArrayState>)]
+    pub state: ArrayState,
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
     #[arg(long, default_value = "wait", value_parser = parsed::<Resync>)]
     pub resync: Resync,

@@ -3,7 +3,7 @@
 
 use crate::args::{SimArgs, SimFormat};
 use anyhow::{anyhow, bail, Result};
-use raidlab_core::Plan;
+use raidlab_core::{Check, Plan, TargetKind};
 use std::io::Write;
 use std::path::Path;
 
@@ -74,7 +74,8 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         b.array("stripe_cache", rows);
     }
     b.array("bitmap", a.bitmap.word())
-        .array("resync", a.resync.word());
+        .array("resync", a.resync.word())
+        .array("state", a.state.word());
     if let Some(l) = a.layout {
         b.array("layout", l.to_string());
     }
@@ -87,15 +88,21 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         .workload("rwmixread", a.rwmixread);
     // Errors name the plan field; the flag has the same name with dashes, but for the
     // disk fields whose flags are named after the disk.
-    b.build(Path::new("<command line>")).map_err(|e| {
-        let flag = match e.field.as_str() {
-            f if f.starts_with("disks.params") => "disk-param".to_string(),
-            "disks.count" => "disks".to_string(),
-            "disks.model" => "disk".to_string(),
-            "disks.capacity" => "disk-capacity".to_string(),
-            f => f.rsplit('.').next().unwrap_or("").replace('_', "-"),
-        };
-        let value = e.value.map(|v| format!(" = {v}")).unwrap_or_default();
-        anyhow!("{}{value}: {} (from --{flag})", e.field, e.message)
-    })
+    // Checked like a plan file, and against what the simulator can do.
+    b.build(Path::new("<command line>"))
+        .and_then(|p| {
+            p.check_target(TargetKind::Sim, Check::Run)?;
+            Ok(p)
+        })
+        .map_err(|e| {
+            let flag = match e.field.as_str() {
+                f if f.starts_with("disks.params") => "disk-param".to_string(),
+                "disks.count" => "disks".to_string(),
+                "disks.model" => "disk".to_string(),
+                "disks.capacity" => "disk-capacity".to_string(),
+                f => f.rsplit('.').next().unwrap_or("").replace('_', "-"),
+            };
+            let value = e.value.map(|v| format!(" = {v}")).unwrap_or_default();
+            anyhow!("{}{value}: {} (from --{flag})", e.field, e.message)
+        })
 }

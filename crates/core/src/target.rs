@@ -169,7 +169,7 @@ impl Plan {
                 return Err(self.error_at(
                     "arrays",
                     "state",
-                    format!("\"{state}\""),
+                    state.to_string(),
                     format!("the {kind} target does not fail members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
                 ));
             }
@@ -177,7 +177,7 @@ impl Plan {
                 return Err(self.error_at(
                     "arrays",
                     "state",
-                    "\"degraded\"".into(),
+                    "degraded".into(),
                     format!("the {kind} target does not model writes to a degraded array yet (md's reconstruct-writes): give degraded arrays read workloads only ({} writes)", case.workload.rw),
                 ));
             }

@@ -991,3 +991,48 @@ fn an_anomaly_of_every_repetition_is_said_once() {
         "no per-repetition copies"
     );
 }
+
+/// `raidlab sim --state degraded`: a degraded read case runs and is labelled so; a write
+/// to a degraded array is refused with the reason, as a plan with it is.
+#[test]
+fn sim_runs_degraded_reads_and_refuses_degraded_writes() {
+    let _machine = raidlab_testkit::shared();
+    let out = raidlab()
+        .args([
+            "sim",
+            "--level",
+            "raid5",
+            "--state",
+            "degraded",
+            "--runtime",
+            "5s",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().nth(1).unwrap().ends_with(",degraded"),
+        "{text}"
+    );
+    raidlab()
+        .args([
+            "sim",
+            "--level",
+            "raid5",
+            "--state",
+            "degraded",
+            "--rw",
+            "randwrite",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "does not model writes to a degraded array",
+        ))
+        .stderr(predicate::str::contains("(from --state)"));
+}
