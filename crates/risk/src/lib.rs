@@ -197,29 +197,23 @@ pub fn simulate(array: &Array, m: &Mission) -> Risk {
                 break;
             }
             let down = |d: usize| d == i || rebuilt[d] > t;
+            // Lost: a group has more members down than it tolerates. Exposed: a group has
+            // no redundancy left, so its rebuild reads every survivor (the most of them).
             let mut lost = false;
-            let mut exposed = false;
+            let mut survivors = 0.0f64;
             for &g in &of_disk[i] {
                 let group = &array.groups[g];
                 let failed = group.members.iter().filter(|&&d| down(d as usize)).count() as u32;
                 lost |= failed > group.tolerance;
-                exposed |= group.tolerance > 0 && failed == group.tolerance;
+                if group.tolerance > 0 && failed == group.tolerance {
+                    survivors = survivors.max((group.members.len() as u32 - failed) as f64);
+                }
             }
             if lost {
                 risk.lost_to_failures += 1;
                 break;
             }
-            // A group with no redundancy left reads every survivor to rebuild.
-            if exposed && m.ure_per_bit > 0.0 {
-                let survivors = of_disk[i]
-                    .iter()
-                    .map(|&g| &array.groups[g])
-                    .filter(|g| {
-                        g.members.iter().filter(|&&d| down(d as usize)).count() as u32
-                            == g.tolerance
-                    })
-                    .map(|g| g.members.len() as f64 - g.tolerance as f64)
-                    .fold(0.0, f64::max);
+            if survivors > 0.0 && m.ure_per_bit > 0.0 {
                 let bits = survivors * array.member_bytes * 8.0;
                 if rng.gen::<f64>() < 1.0 - (-bits * m.ure_per_bit).exp() {
                     risk.lost_to_read_errors += 1;
