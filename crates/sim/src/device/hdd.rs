@@ -108,6 +108,18 @@ impl Queued {
     }
 }
 
+/// The command the firmware has chosen so far while it scans its queue and its cache.
+#[derive(Clone, Copy)]
+struct Choice {
+    /// From the dirty writes (else from the host commands).
+    destage: bool,
+    index: usize,
+    /// Its true positioning and transfer times, and the firmware's estimate it was chosen by.
+    pos: f64,
+    xfer: f64,
+    estimate: f64,
+}
+
 const ACK: u64 = 1 << 63;
 const SERVICE_DONE: u64 = 0;
 /// How many queued commands the firmware scans when choosing the next one.
@@ -450,13 +462,19 @@ impl Hdd {
         // Host commands first; destage when none waits, when the cache is nearly full, or
         // to empty it for a flush; the flush's own write last.
         let cache_pressure = self.cache_pressure();
-        let mut best: Option<(bool, usize, f64, f64, f64)> = None;
+        let mut best: Option<Choice> = None;
         let revs = self.revs_at(now);
         for i in 0..self.queue.len().min(SPTF_WINDOW) {
             let (pos, xfer) = self.positioning(revs, &self.queue[i]);
             let est = self.estimate(pos);
-            if best.is_none_or(|b| est < b.4) {
-                best = Some((false, i, pos, xfer, est));
+            if best.is_none_or(|b| est < b.estimate) {
+                best = Some(Choice {
+                    destage: false,
+                    index: i,
+                    pos,
+                    xfer,
+                    estimate: est,
+                });
             }
         }
         if (best.is_none() || cache_pressure) && !self.destage.is_empty() {
@@ -467,19 +485,25 @@ impl Hdd {
             for i in 0..window {
                 let (pos, xfer) = self.positioning(revs, &self.destage[i]);
                 let est = self.estimate(pos);
-                if best.is_none_or(|b| est < b.4) {
-                    best = Some((true, i, pos, xfer, est));
+                if best.is_none_or(|b| est < b.estimate) {
+                    best = Some(Choice {
+                        destage: true,
+                        index: i,
+                        pos,
+                        xfer,
+                        estimate: est,
+                    });
                 }
             }
         }
         let (q, pos, xfer, holds_slot) = match best {
-            Some((false, i, pos, xfer, _)) => (self.queue.swap_remove(i), pos, xfer, true),
-            Some((true, i, pos, xfer, _)) => (
-                self.destage.remove(i).expect("index from scan"),
-                pos,
-                xfer,
+            Some(c) if c.destage => (
+                self.destage.remove(c.index).expect("index from scan"),
+                c.pos,
+                c.xfer,
                 false,
             ),
+            Some(c) => (self.queue.swap_remove(c.index), c.pos, c.xfer, true),
             None => match self.barrier.take() {
                 // Queue and cache are empty: the flush is done, its write goes to the media.
                 Some(b) => {
