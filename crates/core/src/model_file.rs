@@ -9,7 +9,7 @@
 //! presets are such files (`crates/core/presets/`), built into the binary.
 
 use crate::disk::{DiskKind, DiskModel, DiskParams};
-use crate::plan::PlanError;
+use crate::plan::{line_of, read_file, PlanError};
 use crate::units::Bytes;
 use std::ops::Range;
 use std::path::Path;
@@ -62,14 +62,7 @@ pub fn is_model_file(model: &str) -> bool {
 impl DiskModel {
     /// Read a model file.
     pub fn load(path: &Path) -> Result<DiskModel, PlanError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
-            file: path.to_path_buf(),
-            line: None,
-            field: "(file)".into(),
-            value: None,
-            message: format!("cannot read the disk model file: {e}"),
-        })?;
-        DiskModel::from_toml(&text, path)
+        DiskModel::from_toml(&read_file(path, "the disk model file")?, path)
     }
 
     /// A model from a model file's text; `file` is what errors name.
@@ -173,12 +166,7 @@ impl Reader<'_> {
     ) -> PlanError {
         PlanError {
             file: self.file.to_path_buf(),
-            line: span.map(|s| {
-                self.text[..s.start.min(self.text.len())]
-                    .matches('\n')
-                    .count()
-                    + 1
-            }),
+            line: span.map(|s| line_of(self.text, s.start)),
             field: field.to_string(),
             value,
             message,

@@ -150,6 +150,24 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
+    /// An md array of `disks` members at `level` with md's defaults: its default layout,
+    /// 512 KiB chunks where it stripes, no file system, bitmap or resync, healthy.
+    pub fn md(level: Level, disks: u32) -> ArraySpec {
+        ArraySpec {
+            engine: Engine::Md,
+            level,
+            layout: level.default_layout(),
+            chunk: level.has_chunk().then_some(Bytes::kib(512)),
+            disks,
+            filesystem: Filesystem::None,
+            write_cache: WriteCache::Keep,
+            bitmap: Bitmap::None,
+            resync: Resync::AssumeClean,
+            stripe_cache: None,
+            state: ArrayState::Healthy,
+        }
+    }
+
     /// Copies of each block (1 for striping and parity levels). md raid1 mirrors on every
     /// member; btrfs raid1 and raid10 keep two copies whatever the device count.
     pub fn copies(&self) -> u32 {
@@ -545,16 +563,9 @@ mod tests {
     fn capacity_and_fault_tolerance_follow_the_engine() {
         let spec = |engine, level, disks| ArraySpec {
             engine,
-            level,
             layout: None,
             chunk: None,
-            disks,
-            filesystem: Filesystem::None,
-            write_cache: WriteCache::Keep,
-            bitmap: Bitmap::None,
-            resync: Resync::AssumeClean,
-            stripe_cache: None,
-            state: Default::default(),
+            ..ArraySpec::md(level, disks)
         };
         // md raid1 mirrors on every member; btrfs raid1 keeps two copies on any count.
         let md = spec(Engine::Md, Level::Raid1, 4);

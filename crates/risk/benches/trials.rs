@@ -1,25 +1,13 @@
 //! Speed of the Monte Carlo: 10⁶ trials per layout, against issue 17's goal of 5 s.
 //! `cargo bench -p raidlab-risk`.
 
-use raidlab_core::{ArraySpec, Bitmap, Engine, Filesystem, Level, Resync, WriteCache};
+use raidlab_core::{ArraySpec, Level};
 use raidlab_risk::{simulate, Array, Lifetime, Mission, Rebuild};
 use std::time::Instant;
 
 fn main() {
     for level in [Level::Raid5, Level::Raid6, Level::Raid10] {
-        let spec = ArraySpec {
-            engine: Engine::Md,
-            level,
-            layout: level.default_layout(),
-            chunk: Some(raidlab_core::Bytes::kib(512)),
-            disks: 8,
-            filesystem: Filesystem::None,
-            write_cache: WriteCache::Off,
-            bitmap: Bitmap::None,
-            resync: Resync::AssumeClean,
-            stripe_cache: None,
-            state: Default::default(),
-        };
+        let spec = ArraySpec::md(level, 8);
         let mission = Mission {
             years: 5.0,
             lifetime: Lifetime {

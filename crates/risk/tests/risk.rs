@@ -1,23 +1,12 @@
 //! The Monte Carlo against the answers that are known.
 
-use raidlab_core::{
-    ArraySpec, Bitmap, Bytes, Engine, Filesystem, Layout, Level, Resync, WriteCache,
-};
+use raidlab_core::{ArraySpec, Layout, Level};
 use raidlab_risk::{markov_single_parity, simulate, Array, Lifetime, Mission, Rebuild};
 
 fn spec(level: Level, disks: u32, layout: Option<Layout>) -> ArraySpec {
     ArraySpec {
-        engine: Engine::Md,
-        level,
         layout: layout.or(level.default_layout()),
-        chunk: level.has_chunk().then_some(Bytes::kib(512)),
-        disks,
-        filesystem: Filesystem::None,
-        write_cache: WriteCache::Off,
-        bitmap: Bitmap::None,
-        resync: Resync::AssumeClean,
-        stripe_cache: None,
-        state: Default::default(),
+        ..ArraySpec::md(level, disks)
     }
 }
 

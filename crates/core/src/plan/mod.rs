@@ -97,14 +97,7 @@ pub struct Plan {
 impl Plan {
     /// Read and validate a plan file.
     pub fn load(path: &Path) -> Result<Plan, PlanError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
-            file: path.to_path_buf(),
-            line: None,
-            field: "(file)".into(),
-            value: None,
-            message: format!("cannot read the plan: {e}"),
-        })?;
-        Plan::parse(&text, path)
+        Plan::parse(&read_file(path, "the plan")?, path)
     }
 
     /// Parse plan text; `path` is only used in error messages.
@@ -183,7 +176,18 @@ impl Plan {
     }
 }
 
-fn line_of(text: &str, byte: usize) -> usize {
+/// A plan or model file's text, or the error that says it cannot be read.
+pub(crate) fn read_file(path: &Path, what: &str) -> Result<String, PlanError> {
+    std::fs::read_to_string(path).map_err(|e| PlanError {
+        file: path.to_path_buf(),
+        line: None,
+        field: "(file)".into(),
+        value: None,
+        message: format!("cannot read {what}: {e}"),
+    })
+}
+
+pub(crate) fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())].matches('\n').count() + 1
 }
 
