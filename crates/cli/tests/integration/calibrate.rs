@@ -42,10 +42,10 @@ fn measure(dir: &Path, qd: u32) {
         .args(THE_DRIVE)
         .args(randread(qd))
         .args(["--seed", "9", "--format", "fio-json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(dir.join(format!("randread-qd{qd}.json")), out.stdout).unwrap();
+        .assert()
+        .success();
+    let json = &out.get_output().stdout;
+    std::fs::write(dir.join(format!("randread-qd{qd}.json")), json).unwrap();
 }
 
 /// `raidlab calibrate RUNS -o MODEL`.
@@ -60,13 +60,8 @@ fn calibrate(runs: &Path, model: &Path) -> assert_cmd::assert::Assert {
 
 /// Read IOPS of `raidlab sim` (one row of `--format json`).
 fn iops(mut sim: assert_cmd::Command) -> f64 {
-    let out = sim.args(["--format", "json"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = sim.args(["--format", "json"]).assert().success();
+    let rows: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     rows[0]["read_iops"].as_f64().unwrap()
 }
 

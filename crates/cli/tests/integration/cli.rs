@@ -1007,14 +1007,9 @@ fn sim_runs_degraded_reads_and_refuses_degraded_writes() {
             "--runtime",
             "5s",
         ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(
         text.lines().nth(1).unwrap().ends_with(",degraded"),
         "{text}"

@@ -9,18 +9,14 @@ use raidlab_testkit::raidlab;
 fn risk_prints_the_probability_its_causes_and_mttdl() {
     let _machine = raidlab_testkit::shared();
     let p = |level: &str| {
+        // assert_cmd shows standard error when the command fails.
         let out = raidlab()
             .args([
                 "risk", "--level", level, "--disks", "6", "--trials", "20000",
             ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+            .assert()
+            .success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
         let at = text.find("probability of losing data: ").unwrap() + 28;
         let value: f64 = text[at..].split(' ').next().unwrap().parse().unwrap();
         (value, text)
