@@ -17,8 +17,25 @@ pub fn risk(a: RiskArgs) -> Result<()> {
             a.afr
         );
     }
-    if a.shape <= 0.0 || a.years <= 0.0 || a.trials == 0 || a.ure < 0.0 {
-        bail!("--shape, --years and --trials must be above 0, --ure at least 0");
+    for (flag, value, ok, what) in [
+        (
+            "--shape",
+            a.shape,
+            a.shape > 0.0,
+            "above 0 (1 is exponential)",
+        ),
+        ("--years", a.years, a.years > 0.0, "above 0"),
+        ("--trials", a.trials as f64, a.trials > 0, "at least 1"),
+        (
+            "--ure",
+            a.ure,
+            a.ure >= 0.0,
+            "0 (no read errors) or above, e.g. 1e-15",
+        ),
+    ] {
+        if !ok {
+            bail!("{flag} {value}: must be {what}");
+        }
     }
     // The array as a plan would have it (layout resolved, checked like a plan's).
     let mut b = Plan::builder("risk");

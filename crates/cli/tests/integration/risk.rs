@@ -30,6 +30,11 @@ fn risk_prints_the_probability_its_causes_and_mttdl() {
         "16 TB at 200 MB/s: {text}"
     );
     raidlab()
+        .args(["risk", "--years", "0"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--years 0: must be above 0"));
+    raidlab()
         .args(["risk", "--afr", "1.5"])
         .assert()
         .failure()
