@@ -4,7 +4,8 @@
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use raidlab_core::{
-    ArrayState, Bitmap, Bytes, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind, WriteCache,
+    ArrayState, Bitmap, Bytes, Governor, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind,
+    WriteCache,
 };
 use std::path::PathBuf;
 
@@ -200,10 +201,28 @@ pub struct SimArgs {
     /// [default: md's 256]
     #[arg(long)]
     pub stripe_cache: Option<u32>,
-    /// The array whole (healthy) or with its last member failed and removed (degraded;
-    /// read workloads only for now).
+    /// The array whole (healthy), with its last members failed and removed (degraded), or
+    /// with fresh members md recovers while the workload runs (rebuilding: the output adds
+    /// the rebuild's speed and how long a whole member takes, loaded and idle).
     #[arg(long, default_value = "healthy", value_parser = parsed::<ArrayState>)]
     pub state: ArrayState,
+    /// Members failed when degraded or rebuilding (raid6 survives 2) [default: 1]
+    #[arg(long)]
+    pub failed: Option<u32>,
+    /// Rebuilding: the kernel's rebuild governor: 6.16 (sync_io_depth), 6.15 (Linux 4.1 to
+    /// 6.15: one 128 KiB window at a time under load) or 4.0 (older: sleeps, so load holds
+    /// it at sync_speed_min) [default: 6.16]
+    #[arg(long, value_parser = parsed::<Governor>)]
+    pub kernel: Option<Governor>,
+    /// Rebuilding: md's sync_speed_min, KiB/s per member [default: 1000]
+    #[arg(long)]
+    pub sync_speed_min: Option<u32>,
+    /// Rebuilding: md's sync_speed_max, KiB/s per member [default: 200000]
+    #[arg(long)]
+    pub sync_speed_max: Option<u32>,
+    /// Rebuilding: md's sync_io_depth (Linux 6.16) [default: 32]
+    #[arg(long)]
+    pub sync_io_depth: Option<u32>,
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
     #[arg(long, default_value = "wait", value_parser = parsed::<Resync>)]
     pub resync: Resync,
@@ -384,11 +403,19 @@ pub struct RiskArgs {
     /// to field data.
     #[arg(long, default_value_t = 1.12)]
     pub shape: f64,
-    /// Rebuild time, e.g. 30h [default: the disk model's whole member at md's default
-    /// ceiling of 200 000 KiB/s or the disk's mean media rate, whichever is lower, on an
-    /// idle array].
+    /// Rebuild time, e.g. 30h [default: md's recovery of a whole member of the disk model,
+    /// simulated (idle array, or under --rebuild-load), over five seeds]
     #[arg(long, value_parser = parsed::<Nanos>)]
     pub rebuild: Option<Nanos>,
+    /// Simulate the rebuild while 4 KiB random reads run at this queue depth (0: an idle
+    /// array). Under load md's governor decides how fast a rebuild goes, and with it how
+    /// long the array runs without redundancy.
+    #[arg(long, default_value_t = 0)]
+    pub rebuild_load: u32,
+    /// The kernel whose rebuild governor paces a loaded rebuild: 6.16, 6.15 (Linux 4.1 to
+    /// 6.15) or 4.0 (older).
+    #[arg(long, default_value = "6.16", value_parser = parsed::<Governor>)]
+    pub kernel: Governor,
     /// Unrecoverable read errors per bit read during a rebuild with no redundancy left
     /// (datasheets: 1e-15 enterprise, 1e-14 desktop; 0: none).
     #[arg(long, default_value_t = 1e-15)]

@@ -3,12 +3,13 @@
 
 use crate::args::RiskArgs;
 use anyhow::{anyhow, bail, Result};
-use raidlab_core::{DiskKind, DiskSet, Plan};
+use raidlab_core::{DiskSet, Level, Plan};
 use raidlab_risk::{Array, Lifetime, Mission, Rebuild, HOURS_PER_YEAR};
 use std::path::Path;
 
-/// md's default `speed_limit_max`, bytes per second (200 000 KiB/s).
-const SPEED_LIMIT_MAX: f64 = 200_000.0 * 1024.0;
+/// Seeds of the simulated rebuild: its time varies a little with the drives' random
+/// state, and the Monte Carlo draws from the spread.
+const REBUILD_SEEDS: u64 = 5;
 
 pub fn risk(a: RiskArgs) -> Result<()> {
     if !(0.0..1.0).contains(&a.afr) || a.afr == 0.0 {
@@ -44,7 +45,14 @@ pub fn risk(a: RiskArgs) -> Result<()> {
     if let Some(l) = a.layout {
         b.array("layout", l.to_string());
     }
-    b.workload("rw", "randread");
+    b.workload("rw", "randread")
+        .workload("iodepth", a.rebuild_load.max(1))
+        .workload("size", "100g")
+        .workload("runtime", "30s");
+    if !matches!(a.level, Level::Single | Level::Raid0) {
+        b.array("state", "rebuilding")
+            .array("kernel", a.kernel.word());
+    }
     let plan = b
         .build(Path::new("<command line>"))
         .map_err(|e| anyhow!("{}: {}", e.field, e.message))?;
@@ -53,21 +61,43 @@ pub fn risk(a: RiskArgs) -> Result<()> {
         .map_err(|e| anyhow!(e))?
         .ok_or_else(|| anyhow!("--disk names no model"))?;
     let member = model.capacity().0 as f64;
-    let (rebuild_h, how) = match a.rebuild {
-        Some(r) => (r.0 as f64 / 3.6e12, "as given".to_string()),
+    let (rebuild, rebuild_h, how) = match a.rebuild {
+        Some(r) => {
+            let h = r.0 as f64 / 3.6e12;
+            (Rebuild::Constant(h), h, "as given".to_string())
+        }
+        None if case.array.fault_tolerance() == 0 => (
+            Rebuild::Constant(0.0),
+            0.0,
+            "none: no redundancy to rebuild".to_string(),
+        ),
         None => {
-            let rate = match &model.kind {
-                DiskKind::Hdd(p) => (p.outer_mb_s + p.inner_mb_s) / 2.0 * 1e6,
-                DiskKind::Ssd(p) => p.write_mb_s * 1e6,
-                DiskKind::Throttle(_) => SPEED_LIMIT_MAX,
-            }
-            .min(SPEED_LIMIT_MAX);
-            (
-                member / rate / 3600.0,
+            let idle = a.rebuild_load == 0;
+            let hours = (1..=REBUILD_SEEDS)
+                .map(|seed| {
+                    raidlab_sim::full_rebuild_seconds(case, seed, idle)?
+                        .map(|s| s / 3600.0)
+                        .ok_or_else(|| anyhow!("the simulated rebuild made no progress under this load: give --rebuild"))
+                })
+                .collect::<Result<Vec<f64>>>()?;
+            let mean = hours.iter().sum::<f64>() / hours.len() as f64;
+            let (lo, hi) = hours
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            let under = if idle {
+                "an idle array".to_string()
+            } else {
                 format!(
-                    "{}'s whole member at {:.0} MB/s (md's ceiling or the disk's mean rate), idle array",
-                    model.name,
-                    rate / 1e6
+                    "4 KiB random reads at QD{} and Linux {}'s governor",
+                    a.rebuild_load, a.kernel
+                )
+            };
+            (
+                Rebuild::Samples(hours),
+                mean,
+                format!(
+                    "md's recovery of a whole {} member, simulated on {under}: {lo:.1}–{hi:.1} h over {REBUILD_SEEDS} seeds",
+                    model.name
                 ),
             )
         }
@@ -79,7 +109,7 @@ pub fn risk(a: RiskArgs) -> Result<()> {
             afr: a.afr,
             shape: a.shape,
         },
-        rebuild: Rebuild::Constant(rebuild_h),
+        rebuild,
         ure_per_bit: a.ure,
         trials: a.trials,
         seed: a.seed,

@@ -27,6 +27,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
             let e = raidlab_model::expectation(case, Some(&out.model), None);
             let log = raidlab_model::iops_per_second(&out.iops_log);
             let environment = out.environment(a.seed);
+            row.rebuild([&environment]);
             row.judge(
                 case,
                 e.as_ref(),
@@ -78,6 +79,21 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         .array("state", a.state.word());
     if let Some(l) = a.layout {
         b.array("layout", l.to_string());
+    }
+    if let Some(n) = a.failed {
+        b.array("failed", n);
+    }
+    if let Some(k) = a.kernel {
+        b.array("kernel", k.word());
+    }
+    for (key, value) in [
+        ("sync_speed_min", a.sync_speed_min),
+        ("sync_speed_max", a.sync_speed_max),
+        ("sync_io_depth", a.sync_io_depth),
+    ] {
+        if let Some(v) = value {
+            b.array(key, v);
+        }
     }
     b.workload("rw", a.rw.word())
         .workload("bs", a.bs.to_fio())

@@ -57,12 +57,36 @@ pub struct Environment {
     /// md's `stripe_cache_size` during the test. Read by the `stripe-cache` rule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stripe_cache_size: Option<u64>,
+    /// A rebuilding array's recovery: its speed, and how long it took or would take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<RebuildFigures>,
     /// The commands that ran, in order (host and vm targets). The report lists them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<CommandRun>,
     /// Everything else recorded, for the reader of the report, in the order recorded.
     #[serde(flatten)]
     pub details: Map<String, Value>,
+}
+
+/// A recovery's figures (`state = "rebuilding"`): measured in the run, and timed over the
+/// member's whole capacity, loaded and idle.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RebuildFigures {
+    /// Recovery speed per member over the measured window (ramp excluded), MiB/s: what
+    /// `/proc/mdstat` shows as `speed=`.
+    pub mib_s: f64,
+    /// Seconds from the start of the run until the recovery ended, when it ended within
+    /// the run (small members).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// Seconds the recovery of a whole member (the disk's full capacity) takes while the
+    /// workload runs: the speed sampled at points across the member, integrated over it.
+    /// An extrapolation, labelled so wherever it is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_full: Option<f64>,
+    /// The same with no workload (the idle array's rebuild).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_idle: Option<f64>,
 }
 
 /// One command a target ran for a case.

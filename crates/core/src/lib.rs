@@ -18,12 +18,12 @@ pub mod workload;
 
 pub use case::{Case, CaseId, DiskSet};
 pub use disk::{DiskKind, DiskModel};
-pub use environment::{CommandRun, Environment};
+pub use environment::{CommandRun, Environment, RebuildFigures};
 pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
-    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Layout, Level, Resync, Scheduler,
-    WriteCache, DEFAULT_STRIPE_CACHE,
+    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Resync,
+    Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};

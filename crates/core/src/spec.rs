@@ -100,9 +100,57 @@ pub enum ArrayState {
     /// Every member present.
     #[default]
     Healthy,
-    /// One member failed and removed (md's last member), nothing rebuilding: the array
-    /// serves from the others.
+    /// Members failed and removed (md's last ones; `failed`, default 1), nothing
+    /// rebuilding: the array serves from the others.
     Degraded,
+    /// The failed members replaced by fresh ones that md recovers while the workload
+    /// runs, paced by md's rebuild governor ([`Rebuild`]).
+    Rebuilding,
+}
+
+/// How md paces a recovery on an array that is also serving I/O (`md_do_sync` in
+/// `drivers/md/md.c`). In every regime the recovery sleeps 500 ms while it runs above
+/// `sync_speed_max`, and never waits below `sync_speed_min`; they differ in what it does
+/// between the two when other I/O reaches the members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum Governor {
+    /// Linux 6.16 and later (commit 03720d82d730): in-flight recovery I/O is capped at
+    /// `sync_io_depth` units (4 KiB stripes for raid4/5/6, 64 KiB for raid1/10); below the
+    /// cap it goes on, above it waits for everything in flight.
+    #[serde(rename = "6.16")]
+    Depth,
+    /// Linux 4.1 to 6.15 (commit ac8fa4196d20): after each 128 KiB window it waits for
+    /// everything in flight, then goes on: one window at a time.
+    #[serde(rename = "6.15")]
+    Drain,
+    /// Before Linux 4.1: it sleeps 500 ms, so under steady load it sinks to
+    /// `sync_speed_min`.
+    #[serde(rename = "4.0")]
+    Sleep,
+}
+
+/// md's recovery knobs for a rebuilding array, as `/sys/block/mdX/md/` takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Rebuild {
+    /// The kernel regime of the rebuild governor.
+    pub kernel: Governor,
+    /// `sync_speed_min`, KiB/s per member (md's default 1,000).
+    pub sync_speed_min: u32,
+    /// `sync_speed_max`, KiB/s per member (md's default 200,000).
+    pub sync_speed_max: u32,
+    /// `sync_io_depth` (Linux 6.16; default 32): recovery units in flight on a busy array.
+    pub sync_io_depth: u32,
+}
+
+impl Default for Rebuild {
+    fn default() -> Rebuild {
+        Rebuild {
+            kernel: Governor::Depth,
+            sync_speed_min: 1_000,
+            sync_speed_max: 200_000,
+            sync_io_depth: 32,
+        }
+    }
 }
 
 impl ArrayState {
@@ -147,6 +195,13 @@ pub struct ArraySpec {
     /// of plans without the field are those of earlier versions.
     #[serde(default, skip_serializing_if = "ArrayState::is_healthy")]
     pub state: ArrayState,
+    /// Members failed (md's last ones) when degraded or rebuilding, when more than one:
+    /// `None` is one, so one-failure cases keep the ids they had before the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<u32>,
+    /// md's recovery knobs, for a rebuilding array.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuild: Option<Rebuild>,
 }
 
 impl ArraySpec {
@@ -165,6 +220,16 @@ impl ArraySpec {
             resync: Resync::AssumeClean,
             stripe_cache: None,
             state: ArrayState::Healthy,
+            failed: None,
+            rebuild: None,
+        }
+    }
+
+    /// Members missing (degraded) or being recovered (rebuilding): none when healthy.
+    pub fn failed_members(&self) -> u32 {
+        match self.state {
+            ArrayState::Healthy => 0,
+            _ => self.failed.unwrap_or(1),
         }
     }
 
@@ -246,8 +311,15 @@ impl ArraySpec {
         if self.resync == Resync::During {
             s.push_str(" resyncing");
         }
-        if self.state == ArrayState::Degraded {
-            s.push_str(" degraded");
+        if !self.state.is_healthy() {
+            s.push(' ');
+            s.push_str(self.state.word());
+            if let Some(n) = self.failed {
+                s.push_str(&format!(" ×{n}"));
+            }
+        }
+        if let Some(r) = self.rebuild.filter(|r| r.kernel != Governor::Depth) {
+            s.push_str(&format!(" linux-{}", r.kernel));
         }
         s
     }
@@ -330,9 +402,16 @@ words!(Scheduler, "use mq-deadline or none", {
     Scheduler::MqDeadline => "mq-deadline" | "deadline",
 });
 
-words!(ArrayState, "use healthy or degraded", {
+words!(ArrayState, "use healthy, degraded or rebuilding", {
     ArrayState::Healthy => "healthy",
     ArrayState::Degraded => "degraded",
+    ArrayState::Rebuilding => "rebuilding" | "recovering",
+});
+
+words!(Governor, |s: &str| s.trim().trim_start_matches(['v', 'V']).to_string(), "use 6.16 (Linux 6.16 and later, the default), 6.15 (Linux 4.1 to 6.15) or 4.0 (before 4.1)", {
+    Governor::Depth => "6.16",
+    Governor::Drain => "6.15" | "6.1" | "5.15" | "5.10" | "4.19" | "4.1",
+    Governor::Sleep => "4.0" | "3.10",
 });
 
 words!(Bitmap, "use none or internal", {
@@ -529,6 +608,8 @@ mod tests {
             resync: Resync::Wait,
             stripe_cache: Some(DEFAULT_STRIPE_CACHE),
             state: Default::default(),
+            failed: None,
+            rebuild: None,
         };
         assert_eq!(a.label(), "raid5 512k");
         let b = ArraySpec {

@@ -40,9 +40,8 @@ pub struct Capabilities {
     pub host_queue: bool,
     /// It honours `[disks] scheduler` (the others use the scheduler the disks have).
     pub scheduler: bool,
-    /// The array states it can put an array in, and whether it writes to a degraded one.
+    /// The array states it can put an array in.
     pub states: &'static [ArrayState],
-    pub degraded_writes: bool,
 }
 
 impl TargetKind {
@@ -68,8 +67,11 @@ impl TargetKind {
                 real_time: false,
                 host_queue: true,
                 scheduler: true,
-                states: &[ArrayState::Healthy, ArrayState::Degraded],
-                degraded_writes: false,
+                states: &[
+                    ArrayState::Healthy,
+                    ArrayState::Degraded,
+                    ArrayState::Rebuilding,
+                ],
             },
             TargetKind::Vm => Capabilities {
                 engines: &[Engine::Md],
@@ -79,7 +81,6 @@ impl TargetKind {
                 host_queue: false,
                 scheduler: false,
                 states: &[ArrayState::Healthy],
-                degraded_writes: false,
             },
             TargetKind::Host => Capabilities {
                 engines: &[Engine::Md, Engine::Btrfs],
@@ -89,7 +90,6 @@ impl TargetKind {
                 host_queue: false,
                 scheduler: false,
                 states: &[ArrayState::Healthy],
-                degraded_writes: false,
             },
         }
     }
@@ -171,14 +171,6 @@ impl Plan {
                     "state",
                     state.to_string(),
                     format!("the {kind} target does not fail members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
-                ));
-            }
-            if state == ArrayState::Degraded && case.workload.rw.writes() && !caps.degraded_writes {
-                return Err(self.error_at(
-                    "arrays",
-                    "state",
-                    "degraded".into(),
-                    format!("the {kind} target does not model writes to a degraded array yet (md's reconstruct-writes): give degraded arrays read workloads only ({} writes)", case.workload.rw),
                 ));
             }
         }

@@ -40,6 +40,7 @@ pub const SMALL_STRIPE_CACHE: u64 = 1024;
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     Resync,
+    RebuildAtMin,
     Bitmap,
     WriteCache,
     NonUniform,
@@ -54,6 +55,7 @@ impl Rule {
     pub fn code(self) -> &'static str {
         match self {
             Rule::Resync => "resync",
+            Rule::RebuildAtMin => "rebuild-at-min",
             Rule::Bitmap => "bitmap",
             Rule::WriteCache => "write-cache",
             Rule::NonUniform => "non-uniform",
@@ -87,6 +89,7 @@ pub struct Observation<'a> {
 pub fn anomalies(o: &Observation) -> Vec<Anomaly> {
     let mut out: Vec<Anomaly> = [
         resync,
+        rebuild_at_min,
         bitmap,
         write_cache,
         non_uniform,
@@ -110,9 +113,40 @@ fn writes(o: &Observation) -> bool {
     o.case.workload.rw.writes()
 }
 
-/// `environment.resync_during_fio == true`.
+/// A rebuilding array's recovery (`environment.rebuild`) ran no faster than 10 % above
+/// md's `sync_speed_min` and did not finish: the governor held it at the floor.
+fn rebuild_at_min(o: &Observation) -> Option<Anomaly> {
+    let r = o.environment.rebuild?;
+    let min = o.case.array.rebuild.unwrap_or_default().sync_speed_min as f64;
+    let kib_s = r.mib_s * 1024.0;
+    if r.seconds.is_some() || kib_s > min * 1.1 {
+        return None;
+    }
+    let full = r
+        .seconds_full
+        .map(|s| {
+            format!(
+                " (a whole member at this pace: about {:.0} days)",
+                s / 86_400.0
+            )
+        })
+        .unwrap_or_default();
+    flag(
+        Rule::RebuildAtMin,
+        format!(
+            "The recovery ran at {kib_s:.0} KiB/s, md's sync_speed_min ({min:.0} KiB/s): under \
+             this load md held it at the floor{full}. Raise sync_speed_min \
+             (/sys/block/mdX/md/sync_speed_min; plan field sync_speed_min) to shorten the \
+             window in which another failure loses data, at the workload's expense."
+        ),
+    )
+}
+
+/// `environment.resync_during_fio == true`, on an array not meant to be rebuilding.
 fn resync(o: &Observation) -> Option<Anomaly> {
-    if o.environment.resync_during_fio != Some(true) {
+    if o.environment.resync_during_fio != Some(true)
+        || o.case.array.state == raidlab_core::ArrayState::Rebuilding
+    {
         return None;
     }
     flag(
@@ -452,6 +486,43 @@ mod tests {
             [Rule::Resync]
         );
         assert!(rules(&c, &f, json!({"resync_during_fio": false}), &[], None).is_empty());
+    }
+
+    /// A rebuilding array's recovery is what was asked for, not an anomaly; held at md's
+    /// floor it is, and the message names the knob.
+    #[test]
+    fn rebuild_held_at_sync_speed_min() {
+        let mut c = case(Level::Raid5, None, 6, Rw::RandRead, 4096);
+        c.array.state = raidlab_core::ArrayState::Rebuilding;
+        c.array.rebuild = Some(Default::default());
+        let f = figures(450.0, 0.0, 4096.0);
+        let env = |mib_s: f64, seconds: Option<f64>| {
+            json!({"resync_during_fio": true,
+                   "rebuild": {"mib_s": mib_s, "seconds": seconds, "seconds_full": 1.6e7}})
+        };
+        assert_eq!(
+            rules(&c, &f, env(0.98, None), &[], None),
+            [Rule::RebuildAtMin]
+        );
+        assert!(rules(&c, &f, env(8.0, None), &[], None).is_empty());
+        assert!(
+            rules(&c, &f, env(0.98, Some(20.0)), &[], None).is_empty(),
+            "it finished"
+        );
+        let message = &anomalies(&Observation {
+            case: &c,
+            figures: &f,
+            environment: &recorded(env(0.98, None)),
+            iops_per_second: &[],
+            expectation: None,
+        })[0]
+            .message;
+        assert!(
+            message.contains("1004 KiB/s")
+                && message.contains("185 days")
+                && message.contains("sync_speed_min"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -219,6 +219,8 @@ pub(crate) mod tests {
             resync: Resync::AssumeClean,
             stripe_cache: None,
             state: Default::default(),
+            failed: None,
+            rebuild: None,
         }
     }
 

@@ -111,6 +111,7 @@ pub fn build(store: &Store) -> Result<Built> {
         for (target, results) in by_case.get(&c.id.0).into_iter().flatten() {
             let figures: Vec<Figures> = results.iter().map(|r| r.figures.clone()).collect();
             let mut row = Row::new(&c.id.0, c.case.as_ref(), &c.workload, target, &figures);
+            row.rebuild(results.iter().map(|r| &r.environment));
             let mut detail = Detail {
                 environment: results
                     .first()

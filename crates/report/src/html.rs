@@ -129,6 +129,7 @@ pub fn render_report(rep: &Report) -> String {
 
     summary(&mut s, &groups);
     anomalies(&mut s, rows, rep.details);
+    failures(&mut s, &groups);
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
@@ -219,6 +220,75 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             unit,
             &items,
         ));
+    }
+}
+
+/// Degraded and rebuilding arrays beside their healthy selves, per workload: the headline
+/// figure and its share of the healthy one, the recovery's speed, and how long a whole
+/// member takes to rebuild, loaded and idle (with a chart of the two). Nothing when every
+/// array is healthy.
+fn failures(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
+    let failing = |r: &Row| r.state.as_deref().is_some_and(|st| st != "healthy");
+    if !groups.values().flatten().any(|r| failing(r)) {
+        return;
+    }
+    s.push_str("<h2>Failures and rebuilds</h2><p class=\"note\">Whole-member rebuild times are extrapolated: md's recovery speed sampled across the member, loaded (the workload running) and idle.</p>");
+    for (key, rs) in groups {
+        if !rs.iter().any(|r| failing(r)) {
+            continue;
+        }
+        let same_array = |a: &Row, b: &Row| {
+            (&a.target, &a.level, &a.layout, a.chunk_kib, a.disks)
+                == (&b.target, &b.level, &b.layout, b.chunk_kib, b.disks)
+        };
+        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th></tr>", esc(key), headline(rs[0]).1);
+        let hours =
+            |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} h", x / 3600.0));
+        let mut bars: Vec<Bar> = Vec::new();
+        for r in rs.iter().filter(|r| failing(r)) {
+            let healthy = rs
+                .iter()
+                .find(|h| h.state.as_deref() == Some("healthy") && same_array(h, r));
+            let share = healthy
+                .map(|h| headline(h).0)
+                .filter(|&h| h > 0.0)
+                .map_or("–".to_string(), |h| {
+                    format!("{:.0} %", headline(r).0 / h * 100.0)
+                });
+            let state = match r.failed {
+                Some(n) if n > 1 => format!("{} ({n} members)", r.state.as_deref().unwrap_or("")),
+                _ => r.state.clone().unwrap_or_default(),
+            };
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{share}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.array_label),
+                esc(&state),
+                headline(r).0,
+                r.rebuild_mib_s.map_or("–".to_string(), |v| format!("{v:.1}")),
+                hours(r.rebuild_s_full),
+                hours(r.rebuild_s_idle),
+            );
+            for (what, v) in [("loaded", r.rebuild_s_full), ("idle", r.rebuild_s_idle)] {
+                if let Some(v) = v {
+                    let array = r.array_label.replacen(" rebuilding", "", 1);
+                    bars.push((format!("{array} · {what}"), v / 3600.0, None));
+                }
+            }
+        }
+        s.push_str("</table>");
+        if !bars.is_empty() {
+            let _ = write!(
+                s,
+                "<div class=\"charts\">{}</div>",
+                bar_chart(
+                    "chart rebuild",
+                    &format!("{key}: whole-member rebuild"),
+                    "hours",
+                    &bars
+                )
+            );
+        }
     }
 }
 

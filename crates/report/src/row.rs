@@ -1,7 +1,7 @@
 //! The row: one case with its figures (the median over repetitions), its spread, and
 //! the model's expectation, as exported.
 
-use raidlab_core::{stats, Case, Figures, Workload};
+use raidlab_core::{stats, Case, Environment, Figures, RebuildFigures, Workload};
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
@@ -52,8 +52,19 @@ pub struct Row {
     /// I/Os the members served (fio's `disk_util` of each member) per I/O fio completed:
     /// md's cost made visible (raid10 writes ≈ 2, raid5 small writes ≈ 4).
     pub member_ios_per_io: Option<f64>,
-    /// The array's state: `healthy` or `degraded` (a member gone); empty for imports.
+    /// The array's state: `healthy`, `degraded` (members gone) or `rebuilding`; empty for
+    /// imports.
     pub state: Option<String>,
+    /// Members failed (degraded) or being recovered (rebuilding); 0 when healthy.
+    pub failed: Option<u32>,
+    /// A rebuilding array's recovery speed per member over the measured window, MiB/s.
+    pub rebuild_mib_s: Option<f64>,
+    /// Seconds until the recovery ended, when it ended within the run.
+    pub rebuild_s: Option<f64>,
+    /// Seconds a whole member's recovery takes under the workload (extrapolated from the
+    /// speed sampled across the member), and on an idle array.
+    pub rebuild_s_full: Option<f64>,
+    pub rebuild_s_idle: Option<f64>,
     /// Short label for charts (`raid10 f2 512k`).
     pub array_label: String,
 }
@@ -111,10 +122,30 @@ impl Row {
             anomalies: String::new(),
             member_ios_per_io: med(&member_ios_per_io),
             state: a.map(|a| a.state.to_string()),
+            failed: a.map(|a| a.failed_members()),
+            rebuild_mib_s: None,
+            rebuild_s: None,
+            rebuild_s_full: None,
+            rebuild_s_idle: None,
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),
         }
+    }
+
+    /// A rebuilding case's recovery figures: the median of each over the repetitions'
+    /// recorded environments.
+    pub fn rebuild<'a>(&mut self, environments: impl IntoIterator<Item = &'a Environment>) {
+        let figures: Vec<RebuildFigures> =
+            environments.into_iter().filter_map(|e| e.rebuild).collect();
+        let med = |f: &dyn Fn(&RebuildFigures) -> Option<f64>| {
+            let v: Vec<f64> = figures.iter().filter_map(f).collect();
+            stats::median(&v)
+        };
+        self.rebuild_mib_s = med(&|r| Some(r.mib_s));
+        self.rebuild_s = med(&|r| r.seconds);
+        self.rebuild_s_full = med(&|r| r.seconds_full);
+        self.rebuild_s_idle = med(&|r| r.seconds_idle);
     }
 
     /// Hold this row's results against the model: `e` is the case's expectation, `runs`

@@ -16,9 +16,11 @@ pub mod resync;
 mod slab;
 
 use device::{Hdd, Ssd, Throttle};
-use engine::Engine;
+use engine::{Engine, SimRun};
 use raidlab_core::disk::{DiskKind, DiskModel};
-use raidlab_core::{Bytes, Case, Environment, Scheduler, WriteCache};
+use raidlab_core::{
+    ArrayState, Bytes, Case, Environment, Nanos, RebuildFigures, Scheduler, WriteCache,
+};
 
 /// Why a case cannot be simulated, and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -42,9 +44,11 @@ pub struct SimOutput {
     pub host_ios: u64,
     /// The disk model simulated (the preset with the plan's overrides).
     pub model: DiskModel,
-    /// md's initial resync ran alongside the workload (`resync = "during"` on a level
-    /// that has one).
+    /// md's initial resync or a recovery ran alongside the workload (`resync = "during"`
+    /// on a level that has one, or `state = "rebuilding"`).
     pub resync_ran: bool,
+    /// A rebuilding case's recovery.
+    pub rebuild: Option<RebuildFigures>,
 }
 
 impl SimOutput {
@@ -59,6 +63,7 @@ impl SimOutput {
             disk_model: Some(self.model.clone()),
             events: Some(self.events),
             resync_during_fio: Some(self.resync_ran),
+            rebuild: self.rebuild,
             ..Environment::default()
         }
     }
@@ -79,21 +84,121 @@ pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
     }
 }
 
+/// How to run the engine beyond the case itself: the member size, where a recovery
+/// starts, and whether fio jobs run.
+#[derive(Debug, Clone, Copy)]
+struct Runs {
+    member: u64,
+    rebuild_from: u64,
+    idle: bool,
+}
+
+/// Run the engine on the case's disk model.
+fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
+    let write_cache = case.array.write_cache == WriteCache::On;
+    macro_rules! go {
+        ($make:expr) => {{
+            let e = Engine::new(case, how.member, seed, $make).rebuild_from(how.rebuild_from);
+            if how.idle {
+                e.idle().run()
+            } else {
+                e.run()
+            }
+        }};
+    }
+    match &model.kind {
+        DiskKind::Hdd(p) => {
+            let scheduler = case.disks.scheduler.unwrap_or(Scheduler::MqDeadline);
+            go!(|rng: &mut _| Hdd::new(p, write_cache, scheduler, rng))
+        }
+        DiskKind::Ssd(p) => go!(|_: &mut _| Ssd::new(p)),
+        DiskKind::Throttle(p) => go!(|_: &mut _| Throttle::new(p)),
+    }
+}
+
+/// The engine's raw run of a case (what `simulate` renders): for tests that look at what
+/// fio's output does not carry, such as how far md's sync got.
+pub fn engine_run(case: &Case, seed: u64) -> SimRun {
+    let model = resolve_model(case).expect("the case has a disk model");
+    let member = case.disks.span.unwrap_or(model.capacity()).0;
+    run_engine(
+        case,
+        &model,
+        seed,
+        Runs {
+            member,
+            rebuild_from: 0,
+            idle: false,
+        },
+    )
+}
+
+/// Points across the member where a full rebuild's speed is sampled: the middles of
+/// this many equal parts.
+pub const REBUILD_SAMPLES: u32 = 8;
+/// Each sample's run: a ramp (md's speed marks and the drives' queues settle), then the
+/// window measured.
+const SAMPLE_RAMP: Nanos = Nanos(1_000_000_000);
+const SAMPLE_WINDOW: Nanos = Nanos(5_000_000_000);
+
+/// How long the recovery of a whole member (the model's capacity) takes, loaded (`idle`
+/// false: the case's workload runs throughout) or idle: md's speed measured in a short run
+/// started at the middle of each of `REBUILD_SAMPLES` equal parts of the member, each part
+/// taking its bytes over that speed. A member's media rate falls from its outer to its
+/// inner zones, and the workload's seeks cost more or less at each point, so one sample
+/// would not do.
+/// `None` when some sample made no progress at all.
+pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option<f64>, SimError> {
+    let model = resolve_model(case)?;
+    let capacity = model.capacity().0;
+    let mut sample = case.clone();
+    sample.workload.ramp = SAMPLE_RAMP;
+    sample.workload.runtime = SAMPLE_WINDOW;
+    let part = capacity / REBUILD_SAMPLES as u64;
+    let mut seconds = 0.0;
+    for k in 0..REBUILD_SAMPLES as u64 {
+        let run = run_engine(
+            &sample,
+            &model,
+            seed ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
+            Runs {
+                member: capacity,
+                rebuild_from: k * part + part / 2,
+                idle,
+            },
+        );
+        let sync = run.sync.expect("a rebuilding case recovers");
+        let rate = sync.measured as f64 / sync.window.as_secs_f64();
+        if rate <= 0.0 {
+            return Ok(None);
+        }
+        seconds += part as f64 / rate;
+    }
+    Ok(Some(seconds))
+}
+
 /// Simulate one case with a seed.
 pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     let model = resolve_model(case)?;
     let member: Bytes = case.disks.span.unwrap_or(model.capacity());
-    let write_cache = case.array.write_cache == WriteCache::On;
-    let run = match &model.kind {
-        DiskKind::Hdd(p) => {
-            let scheduler = case.disks.scheduler.unwrap_or(Scheduler::MqDeadline);
-            Engine::new(case, member.0, seed, |rng| {
-                Hdd::new(p, write_cache, scheduler, rng)
-            })
-            .run()
-        }
-        DiskKind::Ssd(p) => Engine::new(case, member.0, seed, |_| Ssd::new(p)).run(),
-        DiskKind::Throttle(p) => Engine::new(case, member.0, seed, |_| Throttle::new(p)).run(),
+    let run = run_engine(
+        case,
+        &model,
+        seed,
+        Runs {
+            member: member.0,
+            rebuild_from: 0,
+            idle: false,
+        },
+    );
+    let rebuild = match (case.array.state, run.sync) {
+        (ArrayState::Rebuilding, Some(sync)) => Some(RebuildFigures {
+            mib_s: sync.measured as f64 / sync.window.as_secs_f64() / 1_048_576.0,
+            seconds: sync.finished_at.map(|t| t.as_secs_f64()),
+            seconds_full: full_rebuild_seconds(case, seed, false)?,
+            seconds_idle: full_rebuild_seconds(case, seed, true)?,
+        }),
+        _ => None,
     };
     let model_json = serde_json::to_value(&model).expect("model serialises");
     Ok(SimOutput {
@@ -104,5 +209,6 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
         host_ios: run.read.ios + run.write.ios,
         model,
         resync_ran: run.resync_ran,
+        rebuild,
     })
 }

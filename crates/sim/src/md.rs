@@ -275,6 +275,49 @@ pub struct ParityPos {
     pub q: Option<u32>,
 }
 
+/// Members md cannot use at a stripe, a bit each (arrays of at most 64 members): those it
+/// cannot read (lost, or being recovered and not yet rebuilt there) and those it does not
+/// write (lost; a member being recovered is written wherever a write lands).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub unreadable: u64,
+    pub unwritable: u64,
+}
+
+/// How md pre-reads one row (`handle_stripe_dirtying`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preread {
+    /// Read-modify-write: the blocks being written, and parity.
+    Rmw,
+    /// Reconstruct-write: the data blocks not being written.
+    Rcw,
+    /// Neither is possible without a member md cannot read: it reads every member it can
+    /// and computes the missing block first.
+    All,
+}
+
+/// The cheaper of rmw and rcw for a row (`rmw` reads when it reads strictly less), or the
+/// one possible without the members in `unreadable`: md counts a block on a member it
+/// cannot read as costing 2·disks, so the other way wins. `written`, `unwritten` and
+/// `parity` are member bits.
+fn preread(
+    rmw_cheaper: bool,
+    written: u64,
+    unwritten: u64,
+    parity: u64,
+    unreadable: u64,
+) -> Preread {
+    let rmw_ok = (written | parity) & unreadable == 0;
+    let rcw_ok = unwritten & unreadable == 0;
+    match (rmw_ok, rcw_ok) {
+        (true, true) if rmw_cheaper => Preread::Rmw,
+        (true, true) => Preread::Rcw,
+        (true, false) => Preread::Rmw,
+        (false, true) => Preread::Rcw,
+        (false, false) => Preread::All,
+    }
+}
+
 /// Reads and writes one stripe needs for the rows its pending writes cover.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct StripePlan {
@@ -284,9 +327,10 @@ pub struct StripePlan {
 
 /// Plan a stripe write as md does per 4 KiB row (`handle_stripe_dirtying`): rmw reads the
 /// blocks being written plus parity, rcw reads the data blocks not being written; rmw is
-/// chosen only when it reads strictly less (ties go to rcw). A row fully overwritten
-/// needs no reads. `written[dd]` holds a bit per row for each data unit.
-pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePlan {
+/// chosen only when it reads strictly less (ties go to rcw), or the one that avoids the
+/// members md cannot read (`lost`). A row fully overwritten needs no reads.
+/// `written[dd]` holds a bit per row for each data unit.
+pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>], lost: Lost) -> StripePlan {
     let words = row_words(g);
     let flat: Vec<u64> = written
         .iter()
@@ -297,6 +341,7 @@ pub fn plan_stripe(g: &Geometry, stripe: u64, written: &[Vec<u64>]) -> StripePla
         g,
         stripe,
         &flat,
+        lost,
         &mut plan.reads,
         &mut plan.writes,
         &mut PlanScratch::default(),
@@ -336,10 +381,12 @@ pub fn needs_reads(g: &Geometry, written: &[u64]) -> bool {
 /// `plan_stripe` into caller-owned buffers. `written` is flat: data unit `dd`'s row bitmap
 /// is `written[dd * row_words(g)..][..row_words(g)]`. Pieces come out by member, then by
 /// offset.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_stripe_into(
     g: &Geometry,
     stripe: u64,
     written: &[u64],
+    lost: Lost,
     reads_out: &mut Vec<Piece>,
     writes_out: &mut Vec<Piece>,
     scratch: &mut PlanScratch,
@@ -367,9 +414,13 @@ pub fn plan_stripe_into(
         for (d, unit) in written.chunks_exact(words).enumerate().take(64) {
             w_mask |= (unit[word] >> bit & 1) << d;
         }
-        plan_one_row(g, stripe, row, w_mask, reads_out, writes_out);
+        plan_one_row(g, stripe, row, w_mask, lost, reads_out, writes_out);
         return;
     }
+    debug_assert!(
+        g.disks <= 64 || lost == Lost::default(),
+        "lost members of a wide array"
+    );
     // P (and Q after it), as `parity_map` places them, and each data unit's member.
     let mut members = std::mem::take(&mut scratch.disks);
     let pd = g.stripe_members(stripe, &mut members);
@@ -405,17 +456,42 @@ pub fn plan_stripe_into(
             let n_written = w_mask.count_ones() as usize;
             let rmw = n_written + parity.len();
             let rcw = dds - n_written;
+            let readable = |m: usize| m >= 64 || lost.unreadable >> m & 1 == 0;
+            let writable = |m: usize| m >= 64 || lost.unwritable >> m & 1 == 0;
             if rcw > 0 {
-                let read_written = rmw < rcw;
+                let mode = if lost.unreadable == 0 {
+                    if rmw < rcw {
+                        Preread::Rmw
+                    } else {
+                        Preread::Rcw
+                    }
+                } else {
+                    let (mut w_bits, mut u_bits) = (0u64, 0u64);
+                    for d in 0..dds {
+                        if w_mask >> d & 1 == 1 {
+                            w_bits |= bit_of(member_of(d));
+                        } else {
+                            u_bits |= bit_of(member_of(d));
+                        }
+                    }
+                    let p_bits = parity.iter().fold(0, |acc, &p| acc | bit_of(p as usize));
+                    preread(rmw < rcw, w_bits, u_bits, p_bits, lost.unreadable)
+                };
                 for d in 0..dds {
-                    if (w_mask >> d & 1 == 1) == read_written {
-                        let m = member_of(d);
+                    let is_written = w_mask >> d & 1 == 1;
+                    let wanted = match mode {
+                        Preread::Rmw => is_written,
+                        Preread::Rcw => !is_written,
+                        Preread::All => true,
+                    };
+                    let m = member_of(d);
+                    if wanted && readable(m) {
                         reads[m * words + word] |= 1 << bit;
                         read_disks |= bit_of(m);
                     }
                 }
-                if read_written {
-                    for &p in parity {
+                if mode != Preread::Rcw {
+                    for &p in parity.iter().filter(|&&p| readable(p as usize)) {
                         reads[p as usize * words + word] |= 1 << bit;
                         read_disks |= bit_of(p as usize);
                     }
@@ -423,10 +499,12 @@ pub fn plan_stripe_into(
             }
             for d in (0..dds).filter(|d| w_mask >> d & 1 == 1) {
                 let m = member_of(d);
-                writes[m * words + word] |= 1 << bit;
-                write_disks |= bit_of(m);
+                if writable(m) {
+                    writes[m * words + word] |= 1 << bit;
+                    write_disks |= bit_of(m);
+                }
             }
-            for &p in parity {
+            for &p in parity.iter().filter(|&&p| writable(p as usize)) {
                 writes[p as usize * words + word] |= 1 << bit;
                 write_disks |= bit_of(p as usize);
             }
@@ -448,6 +526,7 @@ pub fn plan_one_row(
     stripe: u64,
     row: u64,
     w_mask: u64,
+    lost: Lost,
     reads_out: &mut Vec<Piece>,
     writes_out: &mut Vec<Piece>,
 ) {
@@ -475,13 +554,23 @@ pub fn plan_one_row(
         rest &= rest - 1;
         written_bits |= 1 << g.data_member(sm, first, d);
     }
-    let write_bits = written_bits | parity_bits;
+    let write_bits = (written_bits | parity_bits) & !lost.unwritable;
+    let unwritten = data_bits & !written_bits;
     let read_bits = if rcw == 0 {
         0
-    } else if read_written {
-        written_bits | parity_bits
     } else {
-        data_bits & !written_bits
+        let bits = match preread(
+            read_written,
+            written_bits,
+            unwritten,
+            parity_bits,
+            lost.unreadable,
+        ) {
+            Preread::Rmw => written_bits | parity_bits,
+            Preread::Rcw => unwritten,
+            Preread::All => data_bits | parity_bits,
+        };
+        bits & !lost.unreadable
     };
     let emit = |mut bits: u64, out: &mut Vec<Piece>| {
         out.clear();
@@ -563,6 +652,8 @@ mod tests {
             resync: Resync::AssumeClean,
             stripe_cache: Some(256),
             state: Default::default(),
+            failed: None,
+            rebuild: None,
         }
     }
 
@@ -611,8 +702,96 @@ mod tests {
             (Level::Raid6, 8, (3, 3)),
         ] {
             let g = Geometry::new(&spec(level, Some(Layout::LeftSymmetric), n), 1 << 30);
-            let p = plan_stripe(&g, 0, &one_row(&g, 0));
+            let p = plan_stripe(&g, 0, &one_row(&g, 0), Lost::default());
             assert_eq!((p.reads.len(), p.writes.len()), want, "{level} on {n}");
+        }
+    }
+
+    /// Members of a plan's pieces, in order.
+    fn members(pieces: &[Piece]) -> Vec<u32> {
+        pieces.iter().map(|p| p.disk).collect()
+    }
+
+    /// md plans a degraded write around the members it has lost (`handle_stripe_dirtying`
+    /// counts a block it cannot read as 2·disks): the one of rmw and rcw that avoids them,
+    /// else every member it can read; it writes no lost member, but does write one being
+    /// recovered. The same through the one-row fast path and the general one (two rows).
+    #[test]
+    fn degraded_writes_avoid_lost_members() {
+        let gone = |bits: &[u32]| bits.iter().fold(0u64, |m, d| m | 1 << d);
+        let lost = |bits: &[u32]| Lost {
+            unreadable: gone(bits),
+            unwritable: gone(bits),
+        };
+        // raid5 on 6, stripe 0: parity on member 5, the block written on member 0.
+        let r5 = Geometry::new(&spec(Level::Raid5, Some(Layout::LeftSymmetric), 6), 1 << 30);
+        // raid6 on 6, stripe 0: P on 5, Q on 0, the block written on member 1.
+        let r6 = Geometry::new(&spec(Level::Raid6, Some(Layout::LeftSymmetric), 6), 1 << 30);
+        for (g, what, l, reads, writes) in [
+            (
+                &r5,
+                "parity lost: rcw",
+                lost(&[5]),
+                vec![1, 2, 3, 4],
+                vec![0],
+            ),
+            (
+                &r5,
+                "written block lost: rcw, parity only",
+                lost(&[0]),
+                vec![1, 2, 3, 4],
+                vec![5],
+            ),
+            (
+                &r5,
+                "another block lost: rmw",
+                lost(&[3]),
+                vec![0, 5],
+                vec![0, 5],
+            ),
+            (
+                &r6,
+                "P and Q lost: rcw",
+                lost(&[0, 5]),
+                vec![2, 3, 4],
+                vec![1],
+            ),
+            (
+                &r6,
+                "written and unwritten lost: read all",
+                lost(&[1, 2]),
+                vec![0, 3, 4, 5],
+                vec![0, 5],
+            ),
+            (
+                &r5,
+                "parity being recovered: rcw, written",
+                Lost {
+                    unreadable: gone(&[5]),
+                    unwritable: 0,
+                },
+                vec![1, 2, 3, 4],
+                vec![0, 5],
+            ),
+        ] {
+            let p = plan_stripe(g, 0, &one_row(g, 0), l);
+            assert_eq!(
+                (members(&p.reads), members(&p.writes)),
+                (reads.clone(), writes.clone()),
+                "{what}"
+            );
+            let mut two = one_row(g, 0);
+            two[0][0] = 0b11;
+            let p = plan_stripe(g, 0, &two, l);
+            assert_eq!(
+                (members(&p.reads), members(&p.writes)),
+                (reads, writes),
+                "{what}, two rows"
+            );
+            assert!(
+                p.reads.iter().chain(&p.writes).all(|x| x.len == 2 * ROW),
+                "{what}: {p:?}"
+            );
         }
     }
 
@@ -626,7 +805,7 @@ mod tests {
                 d[r / 64] |= 1 << (r % 64);
             }
         }
-        let p = plan_stripe(&g, 7, &w);
+        let p = plan_stripe(&g, 7, &w, Lost::default());
         assert!(p.reads.is_empty());
         assert_eq!(
             p.writes.len(),

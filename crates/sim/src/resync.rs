@@ -1,63 +1,161 @@
-//! md's initial resync running under the workload (`resync = "during"`).
+//! md's background sync running under the workload: the initial resync of a new array
+//! (`resync = "during"`) and the recovery of fresh members (`state = "rebuilding"`).
 //!
-//! `md_do_sync` walks the members from the start and, every 128 KiB of requests issued (its
-//! check window), measures its speed over the last marks (one every 3 s, ten kept). Above
-//! `speed_limit_max` it sleeps 500 ms. Above `speed_limit_min` with other I/O reaching the
-//! members, it waits until its own requests have completed and goes on (Linux 4.1, commit
-//! ac8fa4196d20 "md: allow resync to go faster when there is competing IO"; before that it
-//! slept 500 ms and so crawled at `speed_limit_min`). Under a benchmark the resync
-//! therefore runs one window at a time, continuously, and every window costs the members
-//! seeks away from the workload and back.
+//! `md_do_sync` (`drivers/md/md.c`) walks the members from the start and, after every
+//! 128 KiB of requests issued (its check window), measures its speed over the last marks
+//! (one every 3 s, ten kept). Above `sync_speed_max` it sleeps 500 ms; below
+//! `sync_speed_min` it goes on. Between the two, on an array other I/O also reaches
+//! (`is_mddev_idle` false), what it does depends on the kernel ([`Governor`]):
+//! - before Linux 4.1 it sleeps 500 ms, so steady foreground load holds it near the
+//!   minimum;
+//! - from 4.1 (commit ac8fa4196d20 "md: allow resync to go faster when there is
+//!   competing IO") to 6.15 it waits until every request it has in flight completed, then
+//!   goes on: one window at a time, continuously;
+//! - from 6.16 (commit 03720d82d730, `sync_io_depth`) it waits so only while more than
+//!   `sync_io_depth` units are in flight (a unit is a 4 KiB stripe on raid4/5/6 and
+//!   64 KiB elsewhere: `sync_io_within_limit`), so it keeps a deeper queue.
 //!
-//! What one step reads and writes follows how mdadm builds each level: raid5 is created
-//! degraded and *recovers* its last member (read the others, write that one); raid6 resyncs
-//! (read every member, write P and Q); raid1 and raid10 read the first copy and write the
-//! others. Until the recovery passes a block, raid5 reads its missing member's blocks back
-//! from the others (the engine's `dispatch`). Not modelled: md's pipelining of windows on
-//! an idle array (one step is in flight at a time), raid1/10 barriers that make host I/O
-//! wait for the region being synced (the VM lab's kernel shows no such stall), and raid5/6's
-//! degraded or forced-rcw writes beyond the resync point.
+//! On an idle array nothing holds it back but md's own buffers: the stripe cache on
+//! raid5/6 (`stripe_cache_size` stripe heads of 4 KiB per member) and raid1/10's 32
+//! resync buffers of 64 KiB (`RESYNC_DEPTH`, `RESYNC_PAGES`).
+//!
+//! What one window reads and writes follows how md builds or repairs each level. The
+//! initial resync: raid5 is created degraded and *recovers* its last member (read the
+//! others, write that one); raid6 resyncs (read every member, write P and Q); raid1 and
+//! raid10 read the first copy and write the others. A recovery reads the survivors (raid5/6)
+//! or a surviving copy (raid1/10) and writes the fresh members. Until the sync passes a
+//! block, a member being recovered is not read there: md rebuilds its blocks from the
+//! others (the engine's `dispatch`) and plans writes around it (`md.rs`).
+//!
+//! Not modelled: raid1/10 barriers that make host I/O wait for the region being synced
+//! (the VM lab's kernel shows no such stall); the initial resync keeps one window in
+//! flight at a time, as the 4.1–6.15 kernels the seeds ran on did under load.
 
-use raidlab_core::Nanos;
+use raidlab_core::{Governor, Nanos};
 use std::collections::VecDeque;
 
-/// Resync progress between speed checks (`md_do_sync`'s window: 32 pages).
+/// Sync progress between speed checks (`md_do_sync`'s window: 32 pages).
 pub const STEP: u64 = 128 << 10;
 /// `speed_limit_min` / `speed_limit_max` defaults, KiB/s.
-pub const SPEED_MIN: u64 = 1_000;
-pub const SPEED_MAX: u64 = 200_000;
-/// How long md sleeps when resync is over `speed_limit_max`.
+pub const SPEED_MIN: u32 = 1_000;
+pub const SPEED_MAX: u32 = 200_000;
+/// How long md sleeps when the sync is over `sync_speed_max` (or, before 4.1, busy).
 pub const BACKOFF: Nanos = Nanos(500_000_000);
 const MARK_EVERY: Nanos = Nanos(3_000_000_000);
 const MARKS: usize = 10;
 
-/// Where the resync is and how fast it has gone.
+/// What md does after a window: go on, wait for its requests in flight, or sleep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Go,
+    Drain,
+    Sleep,
+}
+
+/// How a sync is paced: md's governor and knobs, and how many windows md's buffers let
+/// it have in flight.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    pub governor: Governor,
+    /// `sync_speed_min` / `sync_speed_max`, KiB/s.
+    pub min: u32,
+    pub max: u32,
+    /// Bytes in flight above which a busy 6.16 array waits (`sync_io_depth` × unit).
+    pub depth_bytes: u64,
+    /// Windows md's buffers allow in flight at once.
+    pub windows: u32,
+}
+
+impl Pace {
+    /// The initial resync as the engine has always modelled it: one window at a time,
+    /// the 4.1–6.15 governor, md's default limits.
+    pub fn initial() -> Pace {
+        Pace {
+            governor: Governor::Drain,
+            min: SPEED_MIN,
+            max: SPEED_MAX,
+            depth_bytes: STEP,
+            windows: 1,
+        }
+    }
+}
+
+/// Where the sync is and how fast it has gone.
 #[derive(Debug)]
 pub struct Resync {
-    /// Member bytes synced.
+    /// Member offset the sync started from.
+    pub start: u64,
+    /// Member offset the sync has completed to (bytes; below it every member is in sync).
     pub done: u64,
-    /// Member bytes to sync.
+    /// Member offset the next window starts at.
+    issued: u64,
+    /// Member bytes to sync (the sync ends here).
     pub size: u64,
+    /// Windows in flight.
+    pub in_flight: u32,
+    /// Waiting for every window in flight to complete, or asleep.
+    pub draining: bool,
+    pub sleeping: bool,
+    /// When the sync reached the end.
+    pub finished_at: Option<Nanos>,
+    pace: Pace,
     /// (time, bytes done) every `MARK_EVERY`; speed is measured from the oldest.
     marks: VecDeque<(Nanos, u64)>,
 }
 
 impl Resync {
-    pub fn new(size: u64) -> Resync {
+    /// A sync from member offset `start` (0, or a later point to sample a rebuild there)
+    /// to `size`.
+    pub fn new(start: u64, size: u64, pace: Pace) -> Resync {
         Resync {
-            done: 0,
+            start,
+            done: start,
+            issued: start,
             size,
-            marks: VecDeque::from([(Nanos(0), 0)]),
+            in_flight: 0,
+            draining: false,
+            sleeping: false,
+            finished_at: (start >= size).then_some(Nanos(0)),
+            pace,
+            marks: VecDeque::from([(Nanos(0), start)]),
         }
+    }
+
+    pub fn pace(&self) -> Pace {
+        self.pace
     }
 
     pub fn finished(&self) -> bool {
         self.done >= self.size
     }
 
-    /// The next step's member range.
-    pub fn next_range(&self) -> (u64, u64) {
-        (self.done, STEP.min(self.size - self.done))
+    /// Whether md issues another window now.
+    pub fn can_issue(&self) -> bool {
+        self.issued < self.size
+            && !self.draining
+            && !self.sleeping
+            && self.in_flight < self.pace.windows
+    }
+
+    /// Take the next window: its member range.
+    pub fn issue(&mut self) -> (u64, u64) {
+        let at = self.issued;
+        let len = STEP.min(self.size - at);
+        self.issued += len;
+        self.in_flight += 1;
+        (at, len)
+    }
+
+    /// A window completed at `now`: whether md, draining, may go on.
+    pub fn complete(&mut self, now: Nanos) {
+        self.in_flight -= 1;
+        self.done = (self.done + STEP).min(self.size);
+        if self.finished() && self.finished_at.is_none() {
+            self.finished_at = Some(now);
+        }
+        if self.in_flight == 0 {
+            self.draining = false;
+        }
     }
 
     /// Speed over the marks, KiB/s, as md computes it (whole seconds, plus one).
@@ -66,17 +164,31 @@ impl Resync {
         ((self.done - bytes) / 1024) / ((now - t).0 / 1_000_000_000 + 1)
     }
 
-    /// Whether md sleeps before the next step: only above `speed_limit_max`. (Busy and
-    /// above `speed_limit_min`, md waits for its in-flight requests; with one step in
-    /// flight at a time they have completed when this is asked.)
-    pub fn should_wait(&mut self, now: Nanos) -> bool {
+    /// md's check after a window is issued; `busy` when other I/O reaches the members.
+    pub fn check(&mut self, now: Nanos, busy: bool) -> Next {
         if now - self.marks.back().expect("a mark").0 >= MARK_EVERY {
             self.marks.push_back((now, self.done));
             if self.marks.len() > MARKS {
                 self.marks.pop_front();
             }
         }
-        self.speed(now) > SPEED_MAX
+        let speed = self.speed(now);
+        let p = self.pace;
+        if speed <= p.min as u64 {
+            return Next::Go;
+        }
+        if speed > p.max as u64 {
+            return Next::Sleep;
+        }
+        if !busy {
+            return Next::Go;
+        }
+        match p.governor {
+            Governor::Sleep => Next::Sleep,
+            Governor::Drain => Next::Drain,
+            Governor::Depth if self.in_flight as u64 * STEP >= p.depth_bytes => Next::Drain,
+            Governor::Depth => Next::Go,
+        }
     }
 }
 
@@ -84,12 +196,43 @@ impl Resync {
 mod tests {
     use super::*;
 
+    fn pace(governor: Governor) -> Pace {
+        Pace {
+            governor,
+            min: SPEED_MIN,
+            max: SPEED_MAX,
+            depth_bytes: 2 * STEP,
+            windows: 16,
+        }
+    }
+
     #[test]
-    fn sleeps_only_above_speed_limit_max() {
-        let mut r = Resync::new(1 << 40);
-        r.done = 5 << 20; // 5 MB in the first second: above min, below max
-        assert!(!r.should_wait(Nanos(1_000_000_000)));
-        r.done = 500 << 20; // 500 MB in under two seconds: above max
-        assert!(r.should_wait(Nanos(1_100_000_000)));
+    fn each_kernel_regime_answers_as_md_does() {
+        let second = Nanos(1_000_000_000);
+        for (governor, busy_between) in [
+            (Governor::Sleep, Next::Sleep),
+            (Governor::Drain, Next::Drain),
+            (Governor::Depth, Next::Go),
+        ] {
+            let mut r = Resync::new(0, 1 << 40, pace(governor));
+            r.issue();
+            // 5 MB in the first second: above min, below max.
+            r.done = 5 << 20;
+            assert_eq!(r.check(second, true), busy_between, "{governor:?}");
+            assert_eq!(r.check(second, false), Next::Go, "{governor:?} idle");
+            // 500 MB in under two seconds: above max, idle or not.
+            r.done = 500 << 20;
+            assert_eq!(r.check(second, false), Next::Sleep, "{governor:?}");
+            // Below the minimum it never waits.
+            let mut slow = Resync::new(0, 1 << 40, pace(governor));
+            slow.done = 100 << 10;
+            assert_eq!(slow.check(second, true), Next::Go, "{governor:?}");
+        }
+        // 6.16 waits once `sync_io_depth` worth is in flight.
+        let mut r = Resync::new(0, 1 << 40, pace(Governor::Depth));
+        r.issue();
+        r.issue();
+        r.done = 5 << 20;
+        assert_eq!(r.check(second, true), Next::Drain);
     }
 }

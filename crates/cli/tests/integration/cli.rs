@@ -992,42 +992,54 @@ fn an_anomaly_of_every_repetition_is_said_once() {
     );
 }
 
-/// `raidlab sim --state degraded`: a degraded read case runs and is labelled so; a write
-/// to a degraded array is refused with the reason, as a plan with it is.
+/// `raidlab sim --state degraded` and `rebuilding`: degraded reads and writes run and are
+/// labelled so; a rebuilding case adds its recovery's figures (loaded and idle, the idle
+/// one well under the loaded one); a level without redundancy is refused with the reason.
 #[test]
-fn sim_runs_degraded_reads_and_refuses_degraded_writes() {
+fn sim_runs_degraded_and_rebuilding_arrays() {
     let _machine = raidlab_testkit::shared();
-    let out = raidlab()
-        .args([
-            "sim",
-            "--level",
-            "raid5",
-            "--state",
-            "degraded",
-            "--runtime",
-            "5s",
-        ])
-        .assert()
-        .success();
-    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let csv = |extra: &[&str]| {
+        let out = raidlab()
+            .args(["sim", "--level", "raid5", "--runtime", "5s"])
+            .args(extra)
+            .assert()
+            .success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        let mut lines = text.lines();
+        let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+        let row: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+        move |column: &str| row[head.iter().position(|h| h == column).unwrap()].clone()
+    };
+    let reads = csv(&["--state", "degraded"]);
+    assert_eq!(
+        (reads("state"), reads("failed")),
+        ("degraded".into(), "1".into())
+    );
+    let writes = csv(&["--state", "degraded", "--rw", "randwrite"]);
+    assert!(writes("write_iops").parse::<f64>().unwrap() > 0.0);
+    let rebuilding = csv(&["--state", "rebuilding", "--kernel", "6.15"]);
+    assert_eq!(rebuilding("state"), "rebuilding");
+    let loaded: f64 = rebuilding("rebuild_s_full").parse().unwrap();
+    let idle: f64 = rebuilding("rebuild_s_idle").parse().unwrap();
+    assert!(rebuilding("rebuild_mib_s").parse::<f64>().unwrap() > 0.0);
     assert!(
-        text.lines().nth(1).unwrap().ends_with(",degraded"),
-        "{text}"
+        idle > 3600.0 && idle < loaded,
+        "idle {idle:.0} s, loaded {loaded:.0} s"
     );
     raidlab()
+        .args(["sim", "--level", "raid0", "--state", "degraded"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("raid0 has no redundancy"))
+        .stderr(predicate::str::contains("(from --state)"));
+    raidlab()
         .args([
-            "sim",
-            "--level",
-            "raid5",
-            "--state",
-            "degraded",
-            "--rw",
-            "randwrite",
+            "sim", "--level", "raid5", "--state", "degraded", "--failed", "2",
         ])
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "does not model writes to a degraded array",
+            "raid5 survives at most 1 failed member",
         ))
-        .stderr(predicate::str::contains("(from --state)"));
+        .stderr(predicate::str::contains("(from --failed)"));
 }

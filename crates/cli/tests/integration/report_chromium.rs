@@ -32,23 +32,17 @@ fn headless(bin: &str, profile: &Path) -> std::process::Command {
     c
 }
 
-#[test]
-fn report_renders_with_a_bar_per_level_in_every_chart() {
-    let _machine = raidlab_testkit::shared();
-    let Some(bin) = chromium() else { return };
+/// Run an example plan on the sim target into a temporary directory and load its report in
+/// headless Chromium: (the directory, the report's path, the DOM Chromium built).
+fn rendered(bin: &str, example: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     Command::cargo_bin("raidlab")
         .unwrap()
         .current_dir(&root)
-        .args([
-            "run",
-            "examples/seed-2013.toml",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        .args(["run", example, "--quiet", "--out"])
+        .arg(&out)
         .assert()
         .success();
     let html = out.join("report.html");
@@ -57,7 +51,6 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         !source.contains("<script") && !source.contains("http://") && !source.contains("https://"),
         "self-contained: no script, no network reference"
     );
-
     let dom = headless(bin, &dir.path().join("profile"))
         .arg("--dump-dom")
         .arg(format!("file://{}", html.display()))
@@ -68,7 +61,14 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         "{}",
         String::from_utf8_lossy(&dom.stderr)
     );
-    let dom = String::from_utf8(dom.stdout).unwrap();
+    (dir, html, String::from_utf8(dom.stdout).unwrap())
+}
+
+#[test]
+fn report_renders_with_a_bar_per_level_in_every_chart() {
+    let _machine = raidlab_testkit::shared();
+    let Some(bin) = chromium() else { return };
+    let (dir, html, dom) = rendered(bin, "examples/seed-2013.toml");
     let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
     assert_eq!(
         charts.len(),
@@ -171,4 +171,54 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "a real screenshot"
     );
+}
+
+/// `examples/rebuild.toml` (healthy, degraded and rebuilding raid6, raid10 and raid5): the
+/// report renders in Chromium with the failures section — a row per degraded and
+/// rebuilding array with its share of the healthy figure, and a chart per workload with a
+/// loaded and an idle whole-member rebuild per rebuilding array, the idle one shorter.
+#[test]
+fn report_renders_failures_and_rebuilds() {
+    let _machine = raidlab_testkit::shared();
+    let Some(bin) = chromium() else { return };
+    let (_dir, _, dom) = rendered(bin, "examples/rebuild.toml");
+    let section = dom
+        .split("<h2>Failures and rebuilds</h2>")
+        .nth(1)
+        .expect("a failures section")
+        .split("<h2>")
+        .next()
+        .unwrap();
+    // Two workloads × three levels × (degraded, rebuilding).
+    assert_eq!(section.matches("<td>degraded</td>").count(), 6);
+    assert_eq!(section.matches("<td>rebuilding</td>").count(), 6);
+    let charts: Vec<&str> = section
+        .split("<svg class=\"chart rebuild\"")
+        .skip(1)
+        .collect();
+    assert_eq!(charts.len(), 2, "randread and randwrite");
+    for chart in charts {
+        for array in ["raid6 512k", "raid10 n2 512k", "raid5 512k"] {
+            let value = |what: &str| -> f64 {
+                let at = chart
+                    .find(&format!("data-label=\"{array} · {what}\" data-value=\""))
+                    .unwrap_or_else(|| panic!("{array} · {what}"));
+                chart[at..]
+                    .split("data-value=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            let (loaded, idle) = (value("loaded"), value("idle"));
+            assert!(
+                idle > 20.0 && idle < 30.0,
+                "{array}: idle {idle} h (theory 23.9)"
+            );
+            assert!(loaded > idle, "{array}: loaded {loaded} h, idle {idle} h");
+        }
+    }
 }

@@ -19,6 +19,12 @@ struct ArrayFields {
     stripe_cache: Option<u32>,
     /// Array states (healthy when the table names none).
     states: Vec<At<ArrayState>>,
+    /// Members failed in degraded and rebuilding arrays, as written (1 when not).
+    failed: Option<At<u32>>,
+    /// md's recovery knobs for rebuilding arrays, with the first field given (to point
+    /// at when the table has no rebuilding state).
+    rebuild: Rebuild,
+    rebuild_field: Option<(Key, Option<Range<usize>>)>,
 }
 
 const ENGINE: Key = Key::new("engine", "engine");
@@ -32,9 +38,14 @@ const BITMAP: Key = Key::new("bitmap", "bitmap setting");
 const RESYNC: Key = Key::new("resync", "resync policy");
 const STRIPE_CACHE: Key = Key::new("stripe_cache", "page count").within(17, 32768);
 const STATE: Key = Key::new("state", "array state");
+const FAILED: Key = Key::new("failed", "member count").within(1, 64);
+const KERNEL: Key = Key::new("kernel", "kernel regime");
+const SYNC_SPEED_MIN: Key = Key::new("sync_speed_min", "speed in KiB/s").within(1, 100_000_000);
+const SYNC_SPEED_MAX: Key = Key::new("sync_speed_max", "speed in KiB/s").within(1, 100_000_000);
+const SYNC_IO_DEPTH: Key = Key::new("sync_io_depth", "depth").within(1, 4096);
 
 /// The fields of an `[arrays]` table, in the order its errors name them.
-pub(super) const ARRAY_KEYS: [Key; 11] = [
+pub(super) const ARRAY_KEYS: [Key; 16] = [
     ENGINE,
     LEVEL,
     LAYOUT,
@@ -46,6 +57,11 @@ pub(super) const ARRAY_KEYS: [Key; 11] = [
     RESYNC,
     STRIPE_CACHE,
     STATE,
+    FAILED,
+    KERNEL,
+    SYNC_SPEED_MIN,
+    SYNC_SPEED_MAX,
+    SYNC_IO_DEPTH,
 ];
 
 impl<'a> Cx<'a> {
@@ -58,6 +74,7 @@ impl<'a> Cx<'a> {
         self.known_keys(t, prefix, &ARRAY_KEYS)?;
         let a = self.array_fields(t, prefix, plan_disks)?;
         self.check_levels_and_layouts(&a, prefix)?;
+        self.check_rebuild_fields(&a, prefix)?;
         self.check_chunks(&a, prefix)?;
         self.check_filesystems_and_counts(&a, prefix, plan_disks)?;
         let mut out = Vec::new();
@@ -76,11 +93,15 @@ impl<'a> Cx<'a> {
                     for chunk in chunks_for(&a, *level) {
                         for (fs, _) in &a.filesystems {
                             for (state, state_span) in &a.states {
+                                let failed = a.failed.as_ref().map_or(1, |f| f.0);
                                 let spec = ArraySpec {
                                     state: *state,
+                                    failed: (!state.is_healthy() && failed > 1).then_some(failed),
+                                    rebuild: (*state == ArrayState::Rebuilding)
+                                        .then_some(a.rebuild),
                                     ..spec(&a, *level, layout, chunk, *n, *fs)
                                 };
-                                self.check_state(&spec, state_span, prefix)?;
+                                self.check_state(&spec, state_span, &a.failed, prefix)?;
                                 out.push((spec, level_span.clone()));
                             }
                         }
@@ -91,32 +112,107 @@ impl<'a> Cx<'a> {
         Ok(out)
     }
 
-    /// A degraded array must have redundancy to lose, and no resync running.
+    /// A degraded or rebuilding array must have the redundancy to lose `failed` members,
+    /// and no initial resync running; md rebuilds md arrays only.
     fn check_state(
         &self,
         spec: &ArraySpec,
         span: &Option<Range<usize>>,
+        failed: &Option<At<u32>>,
         prefix: &str,
     ) -> Result<(), PlanError> {
-        if spec.state != ArrayState::Degraded {
+        let state = spec.state;
+        if state.is_healthy() {
             return Ok(());
         }
-        let why = if spec.fault_tolerance() == 0 {
+        let n = spec.failed_members();
+        let tolerance = spec.fault_tolerance();
+        if n > tolerance && tolerance > 0 {
+            let (_, span) = failed.clone().expect("only an explicit count exceeds 1");
+            return Err(self.err(
+                span,
+                &FAILED.at(prefix),
+                Some(n.to_string()),
+                format!(
+                    "{} survives at most {}: lower `failed`, or put this level in its own [[arrays]] table",
+                    spec.level,
+                    crate::plural(tolerance as usize, "failed member", "failed members")
+                ),
+            ));
+        }
+        let why = if tolerance == 0 {
             format!(
-                "{} has no redundancy: with a member gone the array is gone; drop \"degraded\" or use a level with redundancy",
+                "{} has no redundancy: with a member gone the array is gone; drop \"{state}\" or use a level with redundancy",
                 spec.level
             )
         } else if spec.resync == Resync::During {
-            "a degraded array has nothing to resync; use resync = \"wait\" with \"degraded\"".into()
+            format!("a {state} array has no initial resync running; use resync = \"wait\" with \"{state}\"")
+        } else if state == ArrayState::Rebuilding && spec.engine != Engine::Md {
+            "btrfs replaces a member with `btrfs replace`, which raidlab does not run yet; use engine = \"md\" for \"rebuilding\"".into()
         } else {
             return Ok(());
         };
         Err(self.err(
             span.clone(),
             &STATE.at(prefix),
-            Some("\"degraded\"".into()),
+            Some(format!("\"{state}\"")),
             why,
         ))
+    }
+
+    /// `failed` needs a degraded or rebuilding state; md's recovery knobs need a
+    /// rebuilding one, and a minimum no higher than the maximum.
+    fn check_rebuild_fields(&self, a: &ArrayFields, prefix: &str) -> Result<(), PlanError> {
+        let has = |s: ArrayState| a.states.iter().any(|(x, _)| *x == s);
+        if let Some((n, span)) = &a.failed {
+            if !has(ArrayState::Degraded) && !has(ArrayState::Rebuilding) {
+                return Err(self.err(
+                    span.clone(),
+                    &FAILED.at(prefix),
+                    Some(n.to_string()),
+                    "counts failed members of degraded or rebuilding arrays: add state = [\"degraded\"] (or \"rebuilding\"), or remove `failed`",
+                ));
+            }
+        }
+        if let Some((key, span)) = &a.rebuild_field {
+            if !has(ArrayState::Rebuilding) {
+                return Err(self.err(
+                    span.clone(),
+                    &key.at(prefix),
+                    None,
+                    "is one of md's recovery knobs, for rebuilding arrays: add \"rebuilding\" to `state`, or remove it",
+                ));
+            }
+        }
+        let r = &a.rebuild;
+        if r.sync_speed_min > r.sync_speed_max {
+            return Err(self.err(
+                None,
+                &SYNC_SPEED_MIN.at(prefix),
+                Some(r.sync_speed_min.to_string()),
+                format!(
+                    "is above sync_speed_max ({}): md never waits below the minimum, so it must not exceed the maximum",
+                    r.sync_speed_max
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A whole-number field within its key's range, if given.
+    fn bounded(&self, t: &'a Table, prefix: &str, key: Key) -> Result<Option<At<u32>>, PlanError> {
+        let v = self.single::<u32>(t, prefix, key)?;
+        if let Some((n, s)) = &v {
+            if !key.takes(*n) {
+                return Err(self.err(
+                    s.clone(),
+                    &key.at(prefix),
+                    Some(n.to_string()),
+                    format!("use {} to {}", key.min(), key.max()),
+                ));
+            }
+        }
+        Ok(v)
     }
 
     /// Read every field of the table, with the defaults of those it leaves out.
@@ -155,6 +251,23 @@ impl<'a> Cx<'a> {
         let mut states = self.many::<ArrayState>(t, prefix, STATE)?;
         if states.is_empty() {
             states.push((ArrayState::Healthy, None));
+        }
+        let failed = self.bounded(t, prefix, FAILED)?;
+        let mut rebuild = Rebuild::default();
+        let mut rebuild_field = None;
+        if let Some((kernel, s)) = self.single::<Governor>(t, prefix, KERNEL)? {
+            rebuild.kernel = kernel;
+            rebuild_field = rebuild_field.or(Some((KERNEL, s)));
+        }
+        for (key, slot) in [
+            (SYNC_SPEED_MIN, &mut rebuild.sync_speed_min),
+            (SYNC_SPEED_MAX, &mut rebuild.sync_speed_max),
+            (SYNC_IO_DEPTH, &mut rebuild.sync_io_depth),
+        ] {
+            if let Some((n, s)) = self.bounded(t, prefix, key)? {
+                *slot = n;
+                rebuild_field = rebuild_field.or(Some((key, s)));
+            }
         }
         if let Some((n, s)) = &stripe_cache {
             if !STRIPE_CACHE.takes(*n) {
@@ -195,6 +308,9 @@ impl<'a> Cx<'a> {
             resync,
             stripe_cache: stripe_cache.map(|s| s.0),
             states,
+            failed,
+            rebuild,
+            rebuild_field,
         })
     }
 
@@ -404,5 +520,7 @@ fn spec(
             _ => None,
         },
         state: ArrayState::Healthy,
+        failed: None,
+        rebuild: None,
     }
 }

@@ -291,4 +291,7 @@ macro_rules! words {
         }
     )+};
 }
-words!(Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync, Scheduler, ArrayState);
+words!(
+    Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync, Scheduler, ArrayState,
+    Governor
+);

@@ -436,8 +436,7 @@ fn a_model_file_beside_the_plan_stands_in_for_a_preset() {
 }
 
 /// `[arrays] state`: a dimension of the matrix, healthy by default (and then absent from
-/// the id); degraded needs redundancy and no resync; only the sim target takes it, and
-/// not with writes yet.
+/// the id); degraded needs redundancy and no resync; only the sim target takes it.
 #[test]
 fn array_state_is_a_dimension_with_its_rules() {
     let redundant = SEED_2013.replace(
@@ -474,7 +473,7 @@ fn array_state_is_a_dimension_with_its_rules() {
         "layout = []\nstate = \"degraded\"\nresync = \"during\"",
     ))
     .unwrap_err();
-    assert!(e.message.contains("nothing to resync"), "{e}");
+    assert!(e.message.contains("no initial resync running"), "{e}");
     let degraded =
         parse(&redundant.replace("layout = []", "layout = []\nstate = \"degraded\"")).unwrap();
     let e = degraded
@@ -482,18 +481,108 @@ fn array_state_is_a_dimension_with_its_rules() {
         .unwrap_err();
     assert_eq!(e.field, "arrays.state");
     assert!(e.message.contains("does not fail members yet"), "{e}");
-    let e = degraded
-        .check_target(TargetKind::Sim, crate::target::Check::Run)
-        .unwrap_err();
-    assert!(e.message.contains("writes to a degraded array"), "{e}");
-    let reads = parse(
-        &redundant
-            .replace("layout = []", "layout = []\nstate = \"degraded\"")
-            .replace("[\"randread\", \"randwrite\"]", "\"randread\""),
-    )
-    .unwrap();
     assert_eq!(
-        reads.check_target(TargetKind::Sim, crate::target::Check::Run),
+        degraded.check_target(TargetKind::Sim, crate::target::Check::Run),
         Ok(())
     );
+}
+
+/// `failed`, `kernel` and md's recovery knobs: in the case (and its id) where they apply,
+/// refused with the reason where they do not.
+#[test]
+fn rebuild_fields_and_their_rules() {
+    let raid6 = SEED_2013.replace("[\"raid0\", \"raid10\", \"raid5\", \"raid6\"]", "\"raid6\"");
+    let with =
+        |fields: &str| parse(&raid6.replace("layout = []", &format!("layout = []\n{fields}")));
+    let p = with("state = [\"degraded\", \"rebuilding\"]\nfailed = 2\nkernel = \"6.15\"\nsync_speed_min = 50000").unwrap();
+    let rebuilding = p
+        .cases()
+        .iter()
+        .find(|c| c.array.state == ArrayState::Rebuilding)
+        .unwrap();
+    assert_eq!(rebuilding.array.failed_members(), 2);
+    let knobs = rebuilding.array.rebuild.unwrap();
+    assert_eq!(
+        (
+            knobs.kernel,
+            knobs.sync_speed_min,
+            knobs.sync_speed_max,
+            knobs.sync_io_depth
+        ),
+        (Governor::Drain, 50_000, 200_000, 32)
+    );
+    assert!(
+        rebuilding
+            .array
+            .label()
+            .ends_with("rebuilding ×2 linux-6.15"),
+        "{}",
+        rebuilding.array.label()
+    );
+    let degraded = p
+        .cases()
+        .iter()
+        .find(|c| c.array.state == ArrayState::Degraded)
+        .unwrap();
+    assert_eq!(
+        (degraded.array.failed_members(), degraded.array.rebuild),
+        (2, None)
+    );
+    // One failure is the default, and does not change the id of a degraded case.
+    let one = with("state = \"degraded\"").unwrap();
+    let one_explicit = with("state = \"degraded\"\nfailed = 1").unwrap();
+    assert_eq!(one.cases()[0].id, one_explicit.cases()[0].id);
+    assert_ne!(
+        one.cases()[0].id,
+        with("state = \"degraded\"\nfailed = 2").unwrap().cases()[0].id
+    );
+    for (fields, field, says) in [
+        (
+            "state = \"degraded\"\nfailed = 3",
+            "arrays.failed",
+            "raid6 survives at most 2 failed members",
+        ),
+        ("failed = 1", "arrays.failed", "add state = [\"degraded\"]"),
+        (
+            "state = \"degraded\"\nkernel = \"6.1\"",
+            "arrays.kernel",
+            "for rebuilding arrays",
+        ),
+        (
+            "state = \"rebuilding\"\nkernel = \"5\"",
+            "arrays.kernel",
+            "use 6.16 (Linux 6.16 and later",
+        ),
+        (
+            "state = \"rebuilding\"\nkernel = 6.16",
+            "arrays.kernel",
+            "write kernel = \"6.16\"",
+        ),
+        (
+            "state = \"rebuilding\"\nsync_speed_min = 300000",
+            "arrays.sync_speed_min",
+            "above sync_speed_max (200000)",
+        ),
+        (
+            "state = \"rebuilding\"\nsync_io_depth = 0",
+            "arrays.sync_io_depth",
+            "use 1 to 4096",
+        ),
+    ] {
+        let e = with(fields).unwrap_err();
+        assert_eq!(e.field, field, "{fields}: {e}");
+        assert!(e.message.contains(says), "{fields}: {e}");
+    }
+    let btrfs = parse(
+        &raid6
+            .replace(
+                "engine = \"md\"",
+                "engine = \"btrfs\"\nstate = \"rebuilding\"",
+            )
+            .replace("layout = []\n", "")
+            .replace("chunk = [\"512k\"]\n", "")
+            .replace("filesystem = \"xfs\"", "filesystem = \"btrfs\""),
+    )
+    .unwrap_err();
+    assert!(btrfs.message.contains("btrfs replace"), "{btrfs}");
 }

@@ -4,41 +4,79 @@
 use super::*;
 
 impl<D: Member> Engine<D> {
-    /// After a step: md's speed check decides between the next step now and a sleep.
-    pub(super) fn resync_next(&mut self) {
-        let r = self.resync.as_mut().expect("resync");
-        if r.finished() {
-            return;
-        }
-        if r.should_wait(self.now) {
-            self.schedule(self.now + resync::BACKOFF, Ev::ResyncStep);
-        } else {
-            self.resync_step();
+    /// md's sync thread: issue windows while its governor and buffers allow, checking its
+    /// speed after each as `md_do_sync` does (see `resync.rs`).
+    pub(super) fn resync_pump(&mut self) {
+        let busy = self.foreground;
+        loop {
+            let r = self.resync.as_mut().expect("resync");
+            if !r.can_issue() {
+                return;
+            }
+            let (offset, len) = r.issue();
+            self.resync_window(offset, len);
+            let now = self.now;
+            let r = self.resync.as_mut().expect("resync");
+            match r.check(now, busy) {
+                Next::Go => {}
+                // (A window may have completed at once, from a drive's cache.)
+                Next::Drain if r.in_flight == 0 => {}
+                Next::Drain => {
+                    r.draining = true;
+                    return;
+                }
+                Next::Sleep => {
+                    r.sleeping = true;
+                    self.schedule(now + resync::BACKOFF, Ev::ResyncWake);
+                    return;
+                }
+            }
         }
     }
 
-    /// One step: read the members that hold the source copy or the data, then write the
+    /// The sync thread wakes from its sleep.
+    pub(super) fn resync_wake(&mut self) {
+        self.resync.as_mut().expect("resync").sleeping = false;
+        self.resync_pump();
+    }
+
+    /// One window: read the members that hold the source copy or the data, then write the
     /// members being made consistent (see `resync.rs` for each level).
-    pub(super) fn resync_step(&mut self) {
-        let r = self.resync.as_ref().expect("resync");
-        if r.finished() {
-            return;
-        }
-        let (offset, len) = r.next_range();
+    fn resync_window(&mut self, offset: u64, len: u64) {
         let g = &self.geo;
         let n = g.disks;
-        let written: Vec<u32> = match g.level {
-            Level::Raid5 => vec![n - 1],
-            Level::Raid6 => {
-                let p = g.parity_map(offset / g.chunk * g.data_disks() as u64);
-                vec![p.parity, p.q.expect("raid6 has Q")]
-            }
-            Level::Raid10 => (0..n).filter(|d| d % g.copies() != 0).collect(),
-            _ => (1..n).collect(),
-        };
-        let reads: Vec<u32> = match g.level {
-            Level::Raid6 => (0..n).collect(),
-            _ => (0..n).filter(|d| !written.contains(d)).collect(),
+        let failed = |d: &u32| self.failed >> d & 1 == 1;
+        let (reads, written): (Vec<u32>, Vec<u32>) = if self.recovering {
+            // Recovery of fresh members: read the survivors (raid5/6) or a surviving copy
+            // (mirrors: the first member that has one; raid10: the neighbour before, which
+            // holds the copy in near layouts), write the fresh members.
+            let written: Vec<u32> = (0..n).filter(failed).collect();
+            let mut reads: Vec<u32> = match g.level {
+                Level::Raid5 | Level::Raid6 => (0..n).filter(|d| !failed(d)).collect(),
+                Level::Raid10 => written
+                    .iter()
+                    .filter_map(|&d| (1..n).map(|k| (d + n - k) % n).find(|s| !failed(s)))
+                    .collect(),
+                _ => (0..n).find(|d| !failed(d)).into_iter().collect(),
+            };
+            reads.sort_unstable();
+            reads.dedup();
+            (reads, written)
+        } else {
+            let written: Vec<u32> = match g.level {
+                Level::Raid5 => vec![n - 1],
+                Level::Raid6 => {
+                    let p = g.parity_map(offset / g.chunk * g.data_disks() as u64);
+                    vec![p.parity, p.q.expect("raid6 has Q")]
+                }
+                Level::Raid10 => (0..n).filter(|d| d % g.copies() != 0).collect(),
+                _ => (1..n).collect(),
+            };
+            let reads = match g.level {
+                Level::Raid6 => (0..n).collect(),
+                _ => (0..n).filter(|d| !written.contains(d)).collect(),
+            };
+            (reads, written)
         };
         let part = self.alloc_part();
         let p = self.parts.get(part);

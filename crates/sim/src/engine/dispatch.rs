@@ -68,31 +68,27 @@ impl<D: Member> Engine<D> {
                 self.copies = copies;
             }
             Level::Raid5 | Level::Raid6 => {
-                // A raid5 recovering its last member has not rebuilt it past the resync
-                // point yet, and a degraded array has lost it: md reads those blocks back
-                // from every other member of the stripe (`fetch_block` reads all in-sync
-                // devices to compute a missing one).
-                let missing = match (&self.resync, g.level, self.failed) {
-                    (_, _, Some(f)) => Some((f, 0)),
-                    (Some(r), Level::Raid5, _) if !r.finished() => Some((g.disks - 1, r.done)),
-                    _ => None,
-                };
+                // A member lost, or recovered only up to the sync point: md reads a block of
+                // it back from every other member it can read (`fetch_block` reads all
+                // in-sync devices to compute a missing one).
                 for (off, l) in g.chunks(offset, len) {
                     let p = g.parity_map(g.chunk_of(off));
                     let at = p.stripe * g.chunk + g.in_chunk(off);
-                    match missing {
-                        Some((m, done)) if p.data_disk == m && at + l > done => {
-                            pieces.extend((0..g.disks).filter(|&d| d != m).map(|disk| Piece {
+                    let lost = self.lost_at(at).unreadable;
+                    if lost >> p.data_disk & 1 == 1 {
+                        pieces.extend((0..g.disks).filter(|d| lost >> d & 1 == 0).map(|disk| {
+                            Piece {
                                 disk,
                                 offset: at,
                                 len: l,
-                            }));
-                        }
-                        _ => pieces.push(Piece {
+                            }
+                        }));
+                    } else {
+                        pieces.push(Piece {
                             disk: p.data_disk,
                             offset: at,
                             len: l,
-                        }),
+                        });
                     }
                 }
             }
@@ -120,7 +116,28 @@ impl<D: Member> Engine<D> {
         id
     }
 
-    /// Writes go to every copy; a read goes to one, chosen by md's read balancing.
+    /// Members md cannot read or write at member offset `at`: a lost member nowhere; a
+    /// member being recovered is read only below the sync point and written everywhere.
+    #[inline]
+    pub(super) fn lost_at(&self, at: u64) -> Lost {
+        if self.failed == 0 {
+            return Lost::default();
+        }
+        match &self.resync {
+            Some(r) if at < r.done => Lost::default(),
+            Some(_) => Lost {
+                unreadable: self.failed,
+                unwritable: 0,
+            },
+            None => Lost {
+                unreadable: self.failed,
+                unwritable: self.failed,
+            },
+        }
+    }
+
+    /// Writes go to every copy md can write; a read goes to one it can read, chosen by
+    /// md's read balancing.
     pub(super) fn copies_to_pieces(
         &self,
         write: bool,
@@ -128,24 +145,38 @@ impl<D: Member> Engine<D> {
         len: u64,
         out: &mut Vec<Piece>,
     ) {
-        let present = |c: &&(u32, u64)| Some(c.0) != self.failed;
-        if write {
-            out.extend(copies.iter().filter(present).map(|&(disk, offset)| Piece {
-                disk,
-                offset,
-                len,
-            }));
+        if self.failed == 0 || !copies.iter().any(|c| self.failed >> c.0 & 1 == 1) {
+            if write {
+                out.extend(
+                    copies
+                        .iter()
+                        .map(|&(disk, offset)| Piece { disk, offset, len }),
+                );
+            } else {
+                let (disk, offset) = self.read_balance(copies);
+                out.push(Piece { disk, offset, len });
+            }
             return;
         }
-        let (disk, offset) = match self.failed {
-            // A lost member's copies are not there to read.
-            Some(f) if copies.iter().any(|c| c.0 == f) => {
-                let left: Vec<(u32, u64)> = copies.iter().filter(present).copied().collect();
-                self.read_balance(&left)
-            }
-            _ => self.read_balance(copies),
+        let usable = |c: &&(u32, u64)| {
+            let lost = self.lost_at(c.1);
+            let mask = if write {
+                lost.unwritable
+            } else {
+                lost.unreadable
+            };
+            mask >> c.0 & 1 == 0
         };
-        out.push(Piece { disk, offset, len });
+        let left: Vec<(u32, u64)> = copies.iter().filter(usable).copied().collect();
+        if write {
+            out.extend(
+                left.iter()
+                    .map(|&(disk, offset)| Piece { disk, offset, len }),
+            );
+        } else {
+            let (disk, offset) = self.read_balance(&left);
+            out.push(Piece { disk, offset, len });
+        }
     }
 
     /// md's choice of copy: far/offset layouts read the lowest address (the first band);
@@ -233,9 +264,9 @@ impl<D: Member> Engine<D> {
             }
             Job::Resync => {
                 self.parts.release(part_id);
-                let r = self.resync.as_mut().expect("resync");
-                r.done += r.next_range().1;
-                self.resync_next();
+                let now = self.now;
+                self.resync.as_mut().expect("resync").complete(now);
+                self.resync_pump();
                 return;
             }
         }

@@ -15,14 +15,16 @@ use crate::bitmap::{self, Bitmap};
 use crate::device::{DeviceStats, Member, MemberOp, Out, Wakes};
 use crate::hist::Histogram;
 use crate::md::{
-    needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Piece, PlanScratch, ROW,
+    needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Lost, Piece, PlanScratch, ROW,
 };
 use crate::queue::{EventQueue, Key};
-use crate::resync::{self, Resync};
+use crate::resync::{self, Next, Pace, Resync, STEP};
 use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
-use raidlab_core::{Case, Layout, Level, Nanos, Rw, DEFAULT_STRIPE_CACHE};
+use raidlab_core::{
+    ArraySpec, ArrayState, Case, Layout, Level, Nanos, Rebuild, Rw, DEFAULT_STRIPE_CACHE,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -55,8 +57,10 @@ enum Ev {
     },
     /// md's bitmap daemon pass.
     BitmapDaemon,
-    /// The resync thread wakes (after its back-off sleep).
-    ResyncStep,
+    /// md's sync thread wakes (at the start, and after a back-off sleep).
+    ResyncWake,
+    /// The measured window opens: the sync's position is noted.
+    MeasureStart,
     /// A job's submitter takes its next waiting I/O (sync raid5/6 writes: see `Submitter`).
     Resume {
         job: u32,
@@ -215,6 +219,22 @@ pub struct SimRun {
     pub events: u64,
     /// md's initial resync ran alongside the workload.
     pub resync_ran: bool,
+    /// How far md's sync (initial resync or recovery) got, if one ran.
+    pub sync: Option<SyncRun>,
+}
+
+/// How far a sync got in a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyncRun {
+    /// Member offset the sync started from, and the one it completed to.
+    pub from: u64,
+    pub done: u64,
+    /// Member bytes synced during the measured window (ramp excluded).
+    pub measured: u64,
+    /// The window's length.
+    pub window: Nanos,
+    /// When the sync reached the end of the member, from the start of the run.
+    pub finished_at: Option<Nanos>,
 }
 
 struct HostIo {
@@ -316,8 +336,16 @@ pub struct Engine<D> {
     timers: VecDeque<Timer>,
     devices: Vec<D>,
     geo: Geometry,
-    /// The member a degraded array has lost (md's last), if it has.
-    failed: Option<u32>,
+    /// Members a degraded array has lost, or a rebuilding one is recovering (md's last
+    /// ones; raid5's last member during its initial resync), a bit each.
+    failed: u64,
+    /// The sync under way is the recovery of `failed` (not the initial resync).
+    recovering: bool,
+    /// fio jobs run (false to time a recovery on an idle array): md's sync sees a busy
+    /// array while they do.
+    foreground: bool,
+    /// The sync's position when the measured window opened.
+    sync_at_measure: Option<u64>,
     rw: Rw,
     rwmixread: u8,
     bs: u64,
@@ -361,7 +389,7 @@ pub struct Engine<D> {
     /// md's write-intent bitmap, when the array has one; host writes waiting for a flush.
     bitmap: Option<Bitmap>,
     bitmap_waiting: Vec<BitmapWait>,
-    /// md's initial resync, when it runs during the workload.
+    /// md's initial resync or recovery, when one runs during the workload.
     resync: Option<Resync>,
     measure_from: Nanos,
     end: Nanos,
@@ -474,7 +502,7 @@ impl<D: Member> Engine<D> {
         let bitmap = (spec.bitmap == BitmapSetting::Internal
             && !matches!(spec.level, Level::Single | Level::Raid0))
         .then(|| Bitmap::new(bitmap_space(&geo)));
-        let resync = (spec.resync == ResyncSetting::During
+        let initial = spec.resync == ResyncSetting::During
             && matches!(
                 spec.level,
                 Level::Raid1
@@ -483,8 +511,21 @@ impl<D: Member> Engine<D> {
                     | Level::Raid10
                     | Level::Raid5
                     | Level::Raid6
-            ))
-        .then(|| Resync::new(geo.member));
+            );
+        let recovering = spec.state == ArrayState::Rebuilding;
+        let resync = if recovering {
+            Some(Resync::new(0, geo.member, rebuild_pace(spec)))
+        } else {
+            initial.then(|| Resync::new(0, geo.member, Pace::initial()))
+        };
+        // The members gone or being recovered: the last ones (raid5's initial resync
+        // recovers its last member too).
+        let gone = if initial && spec.level == Level::Raid5 {
+            1
+        } else {
+            spec.failed_members()
+        };
+        let failed = (spec.disks - gone..spec.disks).fold(0u64, |m, d| m | 1 << d);
         let jobs = (0..w.numjobs)
             .map(|j| (stream(seed, j as u64), w.offset.0))
             .collect();
@@ -542,8 +583,26 @@ impl<D: Member> Engine<D> {
                 waiting: VecDeque::new(),
             },
             geo,
-            failed: (spec.state == raidlab_core::ArrayState::Degraded).then(|| spec.disks - 1),
+            failed,
+            recovering,
+            foreground: true,
+            sync_at_measure: None,
         }
+    }
+
+    /// Start the recovery at member offset `at` instead of 0 (the members below it are
+    /// already rebuilt): to sample a rebuild's speed there.
+    pub fn rebuild_from(mut self, at: u64) -> Self {
+        if let Some(r) = self.resync.as_mut().filter(|_| self.recovering) {
+            *r = Resync::new(at.min(r.size), r.size, r.pace());
+        }
+        self
+    }
+
+    /// Run no fio jobs: time the sync on an idle array.
+    pub fn idle(mut self) -> Self {
+        self.foreground = false;
+        self
     }
 
     fn schedule(&mut self, at: Nanos, ev: Ev) {
@@ -564,14 +623,19 @@ impl<D: Member> Engine<D> {
     }
 
     pub fn run(mut self) -> SimRun {
-        for slot in 0..self.slot_job.len() as u32 {
-            self.schedule(Nanos(0), Ev::Issue { slot });
+        if self.resync.is_some() {
+            self.schedule(self.measure_from, Ev::MeasureStart);
+        }
+        if self.foreground {
+            for slot in 0..self.slot_job.len() as u32 {
+                self.schedule(Nanos(0), Ev::Issue { slot });
+            }
         }
         if self.bitmap.is_some() {
             self.schedule(bitmap::DAEMON, Ev::BitmapDaemon);
         }
         if self.resync.is_some() {
-            self.schedule(Nanos(0), Ev::ResyncStep);
+            self.schedule(Nanos(0), Ev::ResyncWake);
         }
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
@@ -606,7 +670,10 @@ impl<D: Member> Engine<D> {
                     self.complete_from(base);
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
-                Ev::ResyncStep => self.resync_step(),
+                Ev::ResyncWake => self.resync_wake(),
+                Ev::MeasureStart => {
+                    self.sync_at_measure = self.resync.as_ref().map(|r| r.done);
+                }
                 Ev::Resume { job } => self.resume(job),
             }
         }
@@ -620,7 +687,40 @@ impl<D: Member> Engine<D> {
             array_ios: self.array_ios,
             events: self.events,
             resync_ran: self.resync.is_some(),
+            sync: self.resync.as_ref().map(|r| {
+                let at_start = self.sync_at_measure.unwrap_or(r.done);
+                SyncRun {
+                    from: r.start,
+                    done: r.done,
+                    measured: r.done - at_start,
+                    window: self.end - self.measure_from,
+                    finished_at: r.finished_at,
+                }
+            }),
         }
+    }
+}
+
+/// How md paces the recovery of a rebuilding array: its knobs, the in-flight cap of a busy
+/// 6.16 kernel (`sync_io_depth` units of 4 KiB on raid5/6, 64 KiB elsewhere), and the
+/// windows md's buffers hold on an idle one (the stripe cache on raid5/6; raid1/10's 32
+/// resync buffers of 64 KiB).
+fn rebuild_pace(spec: &ArraySpec) -> Pace {
+    let r: Rebuild = spec.rebuild.unwrap_or_default();
+    let parity = matches!(spec.level, Level::Raid5 | Level::Raid6);
+    let unit = if parity { ROW } else { 64 << 10 };
+    let windows = if parity {
+        let heads = spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64;
+        (heads * ROW / STEP).max(1) as u32
+    } else {
+        (32 * (64 << 10) / STEP) as u32
+    };
+    Pace {
+        governor: r.kernel,
+        min: r.sync_speed_min,
+        max: r.sync_speed_max,
+        depth_bytes: r.sync_io_depth as u64 * unit,
+        windows,
     }
 }
 

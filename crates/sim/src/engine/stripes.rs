@@ -294,6 +294,8 @@ impl<D: Member> Engine<D> {
     /// Send a stripe's open write set to the members; the stripe's buffers move to a part
     /// and come back empty.
     pub(super) fn launch(&mut self, id: u32, preread: bool) {
+        let at = self.stripes.get(id).number * self.geo.chunk;
+        let lost = self.lost_at(at);
         let part_id = self.alloc_part();
         let part = self.parts.get(part_id);
         let st = self.stripes.get(id);
@@ -301,12 +303,21 @@ impl<D: Member> Engine<D> {
         if st.set_bits == 1 && self.geo.disks <= 64 {
             // One block written (a small random write): no need to scan the row bitmaps.
             let (dd, row) = st.first_bit;
-            plan_one_row(&self.geo, st.number, row as u64, 1 << dd, reads, writes);
+            plan_one_row(
+                &self.geo,
+                st.number,
+                row as u64,
+                1 << dd,
+                lost,
+                reads,
+                writes,
+            );
         } else {
             plan_stripe_into(
                 &self.geo,
                 st.number,
                 &st.written,
+                lost,
                 reads,
                 writes,
                 &mut self.plan_scratch,
@@ -426,6 +437,7 @@ impl<D: Member> Engine<D> {
         std::mem::swap(&mut st.fly_written, &mut union);
         self.row_mask = union;
         let (number, part_id) = (st.number, st.fly_part);
+        let lost = self.lost_at(number * self.geo.chunk);
         let part = self.parts.get(part_id);
         let mut reads = std::mem::take(&mut self.spare_reads);
         reads.clear();
@@ -434,6 +446,7 @@ impl<D: Member> Engine<D> {
             &self.geo,
             number,
             &self.stripes.get(id).fly_written,
+            lost,
             &mut reads,
             &mut part.phases[1].1,
             &mut self.plan_scratch,

@@ -1,0 +1,219 @@
+//! Degraded writes and rebuilds against what md and the disk model say they must be.
+
+mod common;
+
+use raidlab_core::disk::{DiskKind, DiskModel, HddParams};
+use raidlab_core::RebuildFigures;
+
+/// A rebuilding (or degraded) case of `disks` members of the 16 TB 2019 preset.
+fn case(level: &str, disks: u32, arrays: &str, workloads: &str) -> raidlab_core::Case {
+    common::one_case(
+        &format!("count = {disks}\nmodel = \"hdd-7200-16t-2019\""),
+        &format!("level = \"{level}\"\n{arrays}"),
+        workloads,
+    )
+}
+
+const QD4_READS: &str = "rw = \"randread\"\niodepth = 4\nsize = \"100g\"\nruntime = \"30s\"";
+
+fn rebuild(c: &raidlab_core::Case) -> RebuildFigures {
+    raidlab_sim::simulate(c, 1)
+        .unwrap()
+        .rebuild
+        .expect("rebuild figures")
+}
+
+/// The preset's zones as the HDD model lays them out: equal cylinders, so bytes in
+/// proportion to each zone's rate, falling linearly from outer to inner.
+fn zones(p: &HddParams) -> Vec<(f64, f64)> {
+    let n = p.zones as usize;
+    let rates: Vec<f64> = (0..n)
+        .map(|z| p.outer_mb_s + (p.inner_mb_s - p.outer_mb_s) * z as f64 / (n - 1) as f64)
+        .collect();
+    let sum: f64 = rates.iter().sum();
+    rates
+        .iter()
+        .map(|&r| (p.capacity.0 as f64 * r / sum, r * 1e6))
+        .collect()
+}
+
+fn preset() -> HddParams {
+    match DiskModel::preset("hdd-7200-16t-2019").unwrap().kind {
+        DiskKind::Hdd(p) => p,
+        _ => unreachable!("an HDD preset"),
+    }
+}
+
+/// Theory for an idle recovery: every zone at the slower of its media rate and md's
+/// `sync_speed_max` (KiB/s).
+fn idle_theory(p: &HddParams, max_kib_s: f64) -> f64 {
+    let cap = max_kib_s * 1024.0;
+    zones(p)
+        .iter()
+        .map(|&(bytes, rate)| bytes / rate.min(cap))
+        .sum()
+}
+
+/// The idle full rebuild of a 16 TB member within 10 % of theory for the model's zone rates
+/// and md's default cap (200,000 KiB/s): outer zones capped, inner ones disk-limited. With
+/// the cap lowered below the inner rate it is the cap alone: 16 TB at 100,000 KiB/s.
+#[test]
+fn idle_rebuild_of_a_16tb_member_matches_theory() {
+    let p = preset();
+    for level in ["raid6", "raid1", "raid10"] {
+        let disks = if level == "raid1" { 2 } else { 8 };
+        let r = rebuild(&case(level, disks, "state = \"rebuilding\"", QD4_READS));
+        let theory = idle_theory(&p, 200_000.0);
+        let got = r.seconds_idle.unwrap();
+        assert!(
+            (got / theory - 1.0).abs() < 0.10,
+            "{level}: idle rebuild {:.1} h, theory {:.1} h",
+            got / 3600.0,
+            theory / 3600.0
+        );
+    }
+    let capped = rebuild(&case(
+        "raid6",
+        8,
+        "state = \"rebuilding\"\nsync_speed_max = 100000",
+        QD4_READS,
+    ));
+    let theory = p.capacity.0 as f64 / 102_400_000.0;
+    let got = capped.seconds_idle.unwrap();
+    assert!(
+        (got / theory - 1.0).abs() < 0.05,
+        "capped: {:.2} h, theory {:.2} h",
+        got / 3600.0,
+        theory / 3600.0
+    );
+    assert!(idle_theory(&p, 200_000.0) > theory * 0.5 && theory / 3600.0 > 43.0);
+}
+
+/// Under steady load each kernel regime does what its code says: before 4.1 md sleeps
+/// whenever it is above `sync_speed_min` and busy, so it sits at the minimum (1,000 KiB/s);
+/// 4.1–6.15 drains one window at a time and gets well past it; 6.16 lets raid10 keep
+/// `sync_io_depth` × 64 KiB in flight, so it rebuilds faster still and the workload pays,
+/// while on raid6 the same depth (× 4 KiB stripes) is one window: no change from 6.15.
+#[test]
+fn kernel_regimes_under_load() {
+    let run = |level: &str, kernel: &str| {
+        let c = case(
+            level,
+            8,
+            &format!("state = \"rebuilding\"\nkernel = \"{kernel}\""),
+            QD4_READS,
+        );
+        let out = raidlab_sim::simulate(&c, 1).unwrap();
+        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        (out.rebuild.unwrap().mib_s * 1024.0, f.read.unwrap().iops)
+    };
+    for level in ["raid6", "raid10"] {
+        let (old, old_iops) = run(level, "4.0");
+        assert!(
+            (old / 1000.0 - 1.0).abs() < 0.1,
+            "{level} 4.0: {old:.0} KiB/s, md's minimum 1000"
+        );
+        let (drain, drain_iops) = run(level, "6.15");
+        assert!(
+            drain > 5.0 * old,
+            "{level} 6.15: {drain:.0} vs {old:.0} KiB/s"
+        );
+        assert!(
+            drain_iops < old_iops,
+            "{level}: the faster rebuild costs IOPS"
+        );
+        let (depth, depth_iops) = run(level, "6.16");
+        if level == "raid6" {
+            assert_eq!(
+                (depth, depth_iops),
+                (drain, drain_iops),
+                "raid6: one window either way"
+            );
+        } else {
+            assert!(
+                depth > 2.0 * drain,
+                "{level} 6.16: {depth:.0} vs {drain:.0} KiB/s"
+            );
+            assert!(
+                depth_iops < drain_iops,
+                "{level}: {depth_iops:.0} vs {drain_iops:.0}"
+            );
+        }
+    }
+}
+
+/// A small member's recovery ends within the run: its time is recorded, and the fresh
+/// member then serves reads (it is read only below the recovery point before).
+#[test]
+fn a_small_member_is_rebuilt_within_the_run_and_then_read() {
+    let c = common::one_case(
+        "count = 2\nmodel = \"hdd-7200-16t-2019\"\nspan = \"2g\"",
+        "level = \"raid1\"\nstate = \"rebuilding\"",
+        "rw = \"randread\"\niodepth = 4\nsize = \"1g\"\nruntime = \"60s\"",
+    );
+    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let seconds = out.rebuild.unwrap().seconds.expect("finished within 60 s");
+    assert!((5.0..60.0).contains(&seconds), "{seconds:.1} s for 2 GB");
+    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let fresh = f
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none())
+        .nth(1)
+        .unwrap();
+    assert!(
+        fresh.read_ios > 1000,
+        "the rebuilt member reads: {}",
+        fresh.read_ios
+    );
+    // Degraded, it never would.
+    let degraded = common::one_case(
+        "count = 2\nmodel = \"hdd-7200-16t-2019\"\nspan = \"2g\"",
+        "level = \"raid1\"\nstate = \"degraded\"",
+        "rw = \"randread\"\niodepth = 4\nsize = \"1g\"\nruntime = \"60s\"",
+    );
+    let out = raidlab_sim::simulate(&degraded, 1).unwrap();
+    assert!(out.rebuild.is_none());
+    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let lost = f
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none())
+        .nth(1)
+        .unwrap();
+    assert_eq!((lost.read_ios, lost.write_ios), (0, 0));
+}
+
+/// Degraded random writes cost what md's planning around the lost member says: on a
+/// 6-member raid5, 1/6 of writes land where parity is lost (rcw: 4 reads, 1 write), 1/6
+/// where the block written is lost (4 reads, parity written), 4/6 elsewhere (rmw: 2 + 2):
+/// 2⅔ reads and 1⅔ writes per write, against 2 + 2 healthy. raid6 with two members lost
+/// still writes.
+#[test]
+fn degraded_random_writes_cost_what_md_plans() {
+    let writes = "rw = \"randwrite\"\niodepth = 8\nsize = \"100g\"\nruntime = \"20s\"";
+    let cost = |arrays: &str, level: &str| {
+        let c = case(level, 6, arrays, writes);
+        let out = raidlab_sim::simulate(&c, 1).unwrap();
+        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        let host = f.write.as_ref().unwrap().ios as f64;
+        let m = f.disk_util.iter().filter(|d| d.aggr_read_ios.is_none());
+        let (r, w) = m.fold((0, 0), |(r, w), d| (r + d.read_ios, w + d.write_ios));
+        (r as f64 / host, w as f64 / host)
+    };
+    let (r, w) = cost("state = \"degraded\"", "raid5");
+    assert!(
+        (r - 8.0 / 3.0).abs() < 0.1 && (w - 5.0 / 3.0).abs() < 0.1,
+        "raid5: {r:.2} reads, {w:.2} writes"
+    );
+    let (r, w) = cost("state = \"healthy\"", "raid5");
+    assert!(
+        (r - 2.0).abs() < 0.05 && (w - 2.0).abs() < 0.05,
+        "healthy: {r:.2}, {w:.2}"
+    );
+    let (r, w) = cost("state = \"degraded\"\nfailed = 2", "raid6");
+    assert!(
+        r > 2.0 && w > 1.0 && w < 3.0,
+        "raid6 two lost: {r:.2} reads, {w:.2} writes"
+    );
+}
