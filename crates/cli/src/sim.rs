@@ -28,6 +28,7 @@ pub fn sim(a: SimArgs) -> Result<()> {
             let log = raidlab_model::iops_per_second(&out.iops_log);
             let environment = out.environment(a.seed);
             row.rebuild([&environment]);
+            row.risk(case, out.model.capacity().0 as f64);
             row.judge(
                 case,
                 e.as_ref(),

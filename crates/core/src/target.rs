@@ -80,7 +80,7 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
-                states: &[ArrayState::Healthy],
+                states: &[ArrayState::Healthy, ArrayState::Degraded],
             },
             TargetKind::Host => Capabilities {
                 engines: &[Engine::Md, Engine::Btrfs],
@@ -89,7 +89,7 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
-                states: &[ArrayState::Healthy],
+                states: &[ArrayState::Healthy, ArrayState::Degraded],
             },
         }
     }
@@ -170,7 +170,15 @@ impl Plan {
                     "arrays",
                     "state",
                     state.to_string(),
-                    format!("the {kind} target does not fail members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
+                    format!("the {kind} target does not rebuild members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
+                ));
+            }
+            if state != ArrayState::Healthy && engine == Engine::Btrfs && kind != TargetKind::Sim {
+                return Err(self.error_at(
+                    "arrays",
+                    "state",
+                    state.to_string(),
+                    format!("the {kind} target fails members of md arrays only (btrfs needs a degraded mount, not built yet): use engine = \"md\", or the sim target"),
                 ));
             }
         }

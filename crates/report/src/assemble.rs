@@ -112,6 +112,12 @@ pub fn build(store: &Store) -> Result<Built> {
             let figures: Vec<Figures> = results.iter().map(|r| r.figures.clone()).collect();
             let mut row = Row::new(&c.id.0, c.case.as_ref(), &c.workload, target, &figures);
             row.rebuild(results.iter().map(|r| &r.environment));
+            let rebuilt = row.rebuild_s_full.is_some() || row.rebuild_s_idle.is_some();
+            if let Some(case) = c.case.as_ref().filter(|_| rebuilt) {
+                if let Ok(Some(model)) = case.disks.resolved_model() {
+                    row.risk(case, model.capacity().0 as f64);
+                }
+            }
             let mut detail = Detail {
                 environment: results
                     .first()

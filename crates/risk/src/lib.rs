@@ -123,6 +123,15 @@ fn raid10_groups(spec: &ArraySpec) -> Vec<Group> {
     groups
 }
 
+/// Annualised failure rate of a member: Backblaze's drive stats for 2024.
+pub const DEFAULT_AFR: f64 = 0.0157;
+/// Weibull shape of member lifetimes: Elerath & Pecht (2009)'s fit to field data.
+pub const DEFAULT_SHAPE: f64 = 1.12;
+/// Unrecoverable read errors per bit: enterprise datasheets.
+pub const DEFAULT_URE: f64 = 1e-15;
+/// Mission time, years.
+pub const DEFAULT_YEARS: f64 = 5.0;
+
 /// What the Monte Carlo is asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mission {
@@ -134,6 +143,23 @@ pub struct Mission {
     pub ure_per_bit: f64,
     pub trials: u64,
     pub seed: u64,
+}
+
+impl Mission {
+    /// The defaults `raidlab risk` starts from (sources above), with this rebuild.
+    pub fn typical(rebuild: Rebuild, trials: u64) -> Mission {
+        Mission {
+            years: DEFAULT_YEARS,
+            lifetime: Lifetime {
+                afr: DEFAULT_AFR,
+                shape: DEFAULT_SHAPE,
+            },
+            rebuild,
+            ure_per_bit: DEFAULT_URE,
+            trials,
+            seed: 1,
+        }
+    }
 }
 
 /// The answer, with how sure it is.

@@ -3,7 +3,7 @@
 //! closes each undo the build opened.
 
 use super::{argv, array_device, md_level, run, Action, Paths, Phase, Step, Undo, MD};
-use raidlab_core::{Case, Engine, Filesystem, Level, Resync, WriteCache};
+use raidlab_core::{ArrayState, Case, Engine, Filesystem, Level, Resync, WriteCache};
 
 /// The commands for one case, phase by phase. `members` are the member devices (paths, or
 /// `"${DISK[0]}"` references in the script).
@@ -124,6 +124,21 @@ fn md_create(case: &Case, members: &[String], steps: &mut Vec<Step>) {
             may_fail: true,
         };
         steps.push(s);
+    }
+    // A degraded array: md's last `failed` members failed and removed once the array is
+    // built, before anything is written to it (the teardown's --zero-superblock and the
+    // journal's undo cover them with the others).
+    if a.state == ArrayState::Degraded {
+        let mut c = vec!["mdadm".to_string(), MD.into()];
+        for m in &members[members.len() - a.failed_members() as usize..] {
+            c.extend(["--fail".into(), m.clone(), "--remove".into(), m.clone()]);
+        }
+        steps.push(Step {
+            phase: Phase::Create,
+            action: argv(c),
+            opens: None,
+            closes: None,
+        });
     }
 }
 

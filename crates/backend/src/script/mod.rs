@@ -417,6 +417,21 @@ mod tests {
         assert_eq!(s.matches("--name=layout").count(), 4);
     }
 
+    /// A degraded array has its last members failed and removed once built (after the
+    /// resync, before mkfs), once per array however many workloads reuse it.
+    #[test]
+    fn degraded_arrays_fail_their_last_members_once() {
+        let text = "name = \"t\"\n[disks]\ncount = 6\n[arrays]\nlevel = \"raid6\"\nstate = \"degraded\"\nfailed = 2\n[workloads]\nrw = [\"randread\", \"randwrite\"]\nsize = \"1g\"\n";
+        let p = Plan::parse(text, Path::new("t.toml")).unwrap();
+        let s = plan_script(&p);
+        let fail = "mdadm /dev/md/raidlab --fail \"${DISK[4]}\" --remove \"${DISK[4]}\" --fail \"${DISK[5]}\" --remove \"${DISK[5]}\"";
+        assert_eq!(s.matches(fail).count(), 1, "{s}");
+        let at = s.find(fail).unwrap();
+        assert!(s.find("mdadm --wait").unwrap() < at && at < s.find("mkfs.xfs").unwrap());
+        // The teardown still zeroes every member's superblock, the removed ones too.
+        assert!(s.contains("mdadm --zero-superblock \"${DISK[0]}\""), "{s}");
+    }
+
     #[test]
     fn btrfs_uses_profiles() {
         let p = plan("[arrays]\nengine = \"btrfs\"\nlevel = \"raid10\"");

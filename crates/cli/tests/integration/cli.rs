@@ -1000,7 +1000,7 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
     let _machine = raidlab_testkit::shared();
     let csv = |extra: &[&str]| {
         let out = raidlab()
-            .args(["sim", "--level", "raid5", "--runtime", "5s"])
+            .args(["sim", "--runtime", "5s"])
             .args(extra)
             .assert()
             .success();

@@ -476,15 +476,28 @@ fn array_state_is_a_dimension_with_its_rules() {
     assert!(e.message.contains("no initial resync running"), "{e}");
     let degraded =
         parse(&redundant.replace("layout = []", "layout = []\nstate = \"degraded\"")).unwrap();
-    let e = degraded
-        .check_target(TargetKind::Host, crate::target::Check::Preview)
+    for kind in [TargetKind::Sim, TargetKind::Vm, TargetKind::Host] {
+        assert_eq!(
+            degraded.check_target(kind, crate::target::Check::Preview),
+            Ok(()),
+            "{kind}"
+        );
+    }
+    let rebuilding =
+        parse(&redundant.replace("layout = []", "layout = []\nstate = \"rebuilding\"")).unwrap();
+    let e = rebuilding
+        .check_target(TargetKind::Vm, crate::target::Check::Preview)
         .unwrap_err();
     assert_eq!(e.field, "arrays.state");
-    assert!(e.message.contains("does not fail members yet"), "{e}");
-    assert_eq!(
-        degraded.check_target(TargetKind::Sim, crate::target::Check::Run),
-        Ok(())
-    );
+    assert!(e.message.contains("does not rebuild members yet"), "{e}");
+    let btrfs = parse(
+        "name = \"b\"\n[disks]\ncount = 4\n[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\nstate = \"degraded\"\n[workloads]\nrw = \"randread\"\n",
+    )
+    .unwrap();
+    let e = btrfs
+        .check_target(TargetKind::Host, crate::target::Check::Preview)
+        .unwrap_err();
+    assert!(e.message.contains("md arrays only"), "{e}");
 }
 
 /// `failed`, `kernel` and md's recovery knobs: in the case (and its id) where they apply,
