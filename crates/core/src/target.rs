@@ -80,7 +80,11 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
-                states: &[ArrayState::Healthy, ArrayState::Degraded],
+                states: &[
+                    ArrayState::Healthy,
+                    ArrayState::Degraded,
+                    ArrayState::Rebuilding,
+                ],
             },
             TargetKind::Host => Capabilities {
                 engines: &[Engine::Md, Engine::Btrfs],
@@ -89,7 +93,11 @@ impl TargetKind {
                 real_time: true,
                 host_queue: false,
                 scheduler: false,
-                states: &[ArrayState::Healthy, ArrayState::Degraded],
+                states: &[
+                    ArrayState::Healthy,
+                    ArrayState::Degraded,
+                    ArrayState::Rebuilding,
+                ],
             },
         }
     }
@@ -170,7 +178,7 @@ impl Plan {
                     "arrays",
                     "state",
                     state.to_string(),
-                    format!("the {kind} target does not rebuild members yet (issue 17): use the sim target for \"{state}\" arrays, or drop it"),
+                    format!("the {kind} target cannot put an array in this state: use the sim target for \"{state}\" arrays, or drop it"),
                 ));
             }
             if state != ArrayState::Healthy && engine == Engine::Btrfs && kind != TargetKind::Sim {

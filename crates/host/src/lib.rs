@@ -13,12 +13,13 @@ pub mod exec;
 pub mod guard;
 pub mod journal;
 pub mod lock;
+pub mod recovery;
 pub mod seal;
 
 use journal::{DeviceId, Journal};
 use raidlab_backend::script::{self, Action, Phase, Step, Undo};
 use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
-use raidlab_core::{Case, CommandRun, Engine, Environment, Level};
+use raidlab_core::{Case, CommandRun, Engine, Environment, Level, RebuildFigures};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -317,6 +318,7 @@ impl HostTarget {
             },
             "write_cache_before": r.cache_was,
             "resync_seconds": r.resync_seconds,
+            "rebuild_progress": (!r.rebuild_progress.is_empty()).then_some(&r.rebuild_progress),
             "array_reused": reuse.array_up,
             "laid_out_by_earlier_case": reuse.laid_out,
         });
@@ -329,6 +331,7 @@ impl HostTarget {
             stripe_cache_size: during["stripe_cache_size"]
                 .as_str()
                 .and_then(|s| s.parse::<u64>().ok()),
+            rebuild: r.rebuild,
             commands: r.commands.clone(),
             details: match details {
                 serde_json::Value::Object(m) => m,
@@ -337,6 +340,21 @@ impl HostTarget {
             ..Environment::default()
         }
     }
+}
+
+/// One of md's attributes of the array raidlab built, where the kernel has it.
+fn set_md_attr(attr: &str, value: &str) -> Result<(), String> {
+    let md = std::fs::canonicalize(script::MD).map_err(|e| format!("{}: {e}", script::MD))?;
+    let name = md
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let p = format!("/sys/block/{name}/md/{attr}");
+    if !Path::new(&p).exists() {
+        return Ok(());
+    }
+    std::fs::write(&p, value).map_err(|e| format!("{p}: {e}"))
 }
 
 /// md's `stripe_cache_size` of the array raidlab built.
@@ -385,6 +403,10 @@ struct Running<'a> {
     cache_was: Vec<Option<bool>>,
     resync_seconds: Option<f64>,
     step_no: usize,
+    /// Members to add back once fio runs (a rebuilding case), and what their recovery did.
+    recover: Option<Vec<String>>,
+    rebuild: Option<RebuildFigures>,
+    rebuild_progress: Vec<(f64, u64)>,
 }
 
 impl HostTarget {
@@ -416,17 +438,33 @@ impl HostTarget {
                 }
                 self.fault_point(s.phase); // mid-command
                 let interruptible = matches!(s.phase, Phase::Fio | Phase::Layout | Phase::Resync);
+                let mut recovery = r
+                    .recover
+                    .take()
+                    .filter(|_| is_fio && s.phase == Phase::Fio)
+                    .map(|m| recovery::Recovery::new(m, t0));
                 let mut tick = || {
                     if s.phase == Phase::Resync {
                         if let Some(p) = resync_percent(&read_opt("/proc/mdstat")) {
                             (cx.phase)(&format!("resync {p:.1} %"));
                         }
                     }
+                    if let Some(rc) = recovery.as_mut() {
+                        rc.tick();
+                    }
                 };
                 let (status, stopped) =
                     exec::wait_with(&mut child, cx.stop, interruptible, &mut tick)?;
                 if is_fio {
                     self.journal().ended(child.id())?;
+                }
+                if let Some(rc) = recovery {
+                    r.commands.extend(rc.command.clone());
+                    if let Some(e) = rc.error {
+                        return Err(e);
+                    }
+                    r.rebuild = rc.figures();
+                    r.rebuild_progress = rc.samples;
                 }
                 if s.phase == Phase::Resync {
                     r.resync_seconds = Some(t0.elapsed().as_secs_f64());
@@ -477,6 +515,8 @@ impl HostTarget {
                 }
             }
             Action::StripeCache { pages } => set_stripe_cache(*pages)?,
+            Action::MdAttr { attr, value } => set_md_attr(attr, value)?,
+            Action::AddDuringFio { members } => r.recover = Some(members.clone()),
             Action::WriteFile { path, text } => write_job_file(path, text)?,
         }
         r.commands.push(CommandRun {
@@ -623,6 +663,9 @@ impl Target for HostTarget {
             cache_was,
             resync_seconds,
             step_no: 0,
+            recover: None,
+            rebuild: None,
+            rebuild_progress: Vec::new(),
         };
         let Executed {
             during,

@@ -30,6 +30,16 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
     if on_fs || case.workload.rw.reads() {
         steps.push(layout(case, &target_file));
     }
+    if a.state == ArrayState::Rebuilding {
+        steps.push(Step {
+            phase: Phase::Fio,
+            action: Action::AddDuringFio {
+                members: failed_members(case, members).to_vec(),
+            },
+            opens: None,
+            closes: None,
+        });
+    }
     steps.extend(fio(case, &target_file, paths));
     steps.extend(teardown(case, members, &device, paths));
     if a.write_cache != WriteCache::Keep {
@@ -125,12 +135,13 @@ fn md_create(case: &Case, members: &[String], steps: &mut Vec<Step>) {
         };
         steps.push(s);
     }
-    // A degraded array: md's last `failed` members failed and removed once the array is
-    // built, before anything is written to it (the teardown's --zero-superblock and the
-    // journal's undo cover them with the others).
-    if a.state == ArrayState::Degraded {
+    // A degraded or rebuilding array: md's last `failed` members failed and removed once
+    // the array is built, before anything is written to it (the teardown's
+    // --zero-superblock and the journal's undo cover them with the others).
+    if !a.state.is_healthy() {
+        let gone = failed_members(case, members);
         let mut c = vec!["mdadm".to_string(), MD.into()];
-        for m in &members[members.len() - a.failed_members() as usize..] {
+        for m in gone {
             c.extend(["--fail".into(), m.clone(), "--remove".into(), m.clone()]);
         }
         steps.push(Step {
@@ -140,6 +151,39 @@ fn md_create(case: &Case, members: &[String], steps: &mut Vec<Step>) {
             closes: None,
         });
     }
+    if let (ArrayState::Rebuilding, Some(r)) = (a.state, a.rebuild) {
+        // Fresh disks: without md's superblock the members come back as new ones, which
+        // md recovers whole (a write-intent bitmap would let a re-added member skip what
+        // it already holds).
+        let mut z = vec!["mdadm".to_string(), "--zero-superblock".into()];
+        z.extend(failed_members(case, members).iter().cloned());
+        steps.push(Step {
+            phase: Phase::Create,
+            action: argv(z),
+            opens: None,
+            closes: None,
+        });
+        for (attr, value) in [
+            ("sync_speed_min", r.sync_speed_min),
+            ("sync_speed_max", r.sync_speed_max),
+            ("sync_io_depth", r.sync_io_depth),
+        ] {
+            steps.push(Step {
+                phase: Phase::Create,
+                action: Action::MdAttr {
+                    attr: attr.into(),
+                    value: value.to_string(),
+                },
+                opens: None,
+                closes: None,
+            });
+        }
+    }
+}
+
+/// The members a degraded or rebuilding array has lost: md's last `failed` ones.
+fn failed_members<'a>(case: &Case, members: &'a [String]) -> &'a [String] {
+    &members[members.len() - case.array.failed_members() as usize..]
 }
 
 /// The btrfs file system over the members, with the level's profile.

@@ -104,6 +104,13 @@ pub enum Action {
     RestoreCache { member: usize, device: String },
     /// Set md's raid5/6 `stripe_cache_size` of the array.
     StripeCache { pages: u32 },
+    /// Set one of the array's md attributes (`/sys/block/mdN/md/ATTR`), if the kernel has
+    /// it (`sync_io_depth` is new in 6.16).
+    MdAttr { attr: String, value: String },
+    /// Add fresh members to the degraded array once the next fio run has started, so md
+    /// recovers them under the workload (`state = "rebuilding"`); the host target records
+    /// the recovery's progress while fio runs.
+    AddDuringFio { members: Vec<String> },
     /// Write a text file (the fio job file).
     WriteFile { path: String, text: String },
 }
@@ -161,6 +168,17 @@ impl Step {
             Action::StripeCache { pages } => format!(
                 "echo {pages} > /sys/block/$(basename $(readlink -f {MD}))/md/stripe_cache_size"
             ),
+            Action::MdAttr { attr, value } => format!(
+                "f=/sys/block/$(basename $(readlink -f {MD}))/md/{attr}; [[ -e $f ]] && echo {} > $f",
+                shell_word(value)
+            ),
+            Action::AddDuringFio { members } => {
+                let devs: Vec<String> = members.iter().map(|m| shell_word(m)).collect();
+                format!(
+                    "(sleep 1; mdadm {MD} --add {}) &  # md recovers them while fio runs",
+                    devs.join(" ")
+                )
+            }
             Action::WriteFile { path, text } if text.contains(MD) => {
                 // fio looks up a device's statistics with lstat(): through the link it
                 // finds none, so the job names the array's own node, resolved when it runs.
@@ -430,6 +448,30 @@ mod tests {
         assert!(s.find("mdadm --wait").unwrap() < at && at < s.find("mkfs.xfs").unwrap());
         // The teardown still zeroes every member's superblock, the removed ones too.
         assert!(s.contains("mdadm --zero-superblock \"${DISK[0]}\""), "{s}");
+    }
+
+    /// A rebuilding array: failed, removed and wiped once built, md's knobs set, the member
+    /// added back once fio runs; never reused, so each workload starts from the degraded
+    /// array.
+    #[test]
+    fn rebuilding_arrays_add_a_fresh_member_while_fio_runs() {
+        let text = "name = \"t\"\n[disks]\ncount = 4\n[arrays]\nlevel = \"raid5\"\nstate = \"rebuilding\"\nsync_speed_min = 50000\n[workloads]\nrw = [\"randread\", \"randwrite\"]\nsize = \"1g\"\n";
+        let p = Plan::parse(text, Path::new("t.toml")).unwrap();
+        let s = plan_script(&p);
+        assert_eq!(s.matches("mdadm --create").count(), 2, "no reuse: {s}");
+        let order = [
+            "mdadm /dev/md/raidlab --fail \"${DISK[3]}\" --remove \"${DISK[3]}\"",
+            "mdadm --zero-superblock \"${DISK[3]}\"",
+            "md/sync_speed_min; [[ -e $f ]] && echo 50000 > $f",
+            "md/sync_io_depth; [[ -e $f ]] && echo 32 > $f",
+            "(sleep 1; mdadm /dev/md/raidlab --add \"${DISK[3]}\") &",
+            "fio --output-format=json",
+        ];
+        let at: Vec<usize> = order
+            .iter()
+            .map(|l| s.find(l).unwrap_or_else(|| panic!("{l} missing: {s}")))
+            .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}: {s}");
     }
 
     #[test]

@@ -192,9 +192,35 @@ fn figures(dir: &Path) -> Figures {
         .collect()
 }
 
+/// The report's rows of a results directory, as `raidlab report --format json` gives them.
+fn rows(dir: &Path) -> Vec<serde_json::Value> {
+    let o = raidlab(&["report", dir.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 /// Run `plan` on the VM target, check what is stored, then on the simulator; returns both
 /// figure sets, in the plan's case order.
 fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
+    let (v, s, _, _) = run_both_rows(name, body, cases);
+    (v, s)
+}
+
+/// [`run_both`], with the report's rows of each target as well.
+fn run_both_rows(
+    name: &str,
+    body: &str,
+    cases: usize,
+) -> (
+    Figures,
+    Figures,
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+) {
     let tmp = tempfile::Builder::new()
         .prefix("raidlab-vm-")
         .tempdir()
@@ -261,7 +287,10 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
             "raw fio JSON differs"
         );
         // fio's statistics of every member, on a file system or on the raw array (where
-        // the job must name the array's node: through mdadm's link fio finds none).
+        // the job must name the array's node: through mdadm's link fio finds none); fio
+        // lists the members the array had when it started, so not the failed ones.
+        let case = stored_cases.iter().find(|c| c.id == r.case_id).unwrap();
+        let present = (case.array.disks - case.array.failed_members()).max(1) as usize;
         let members = r
             .figures
             .disk_util
@@ -269,7 +298,7 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
             .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
             .count();
         assert!(
-            members >= 2,
+            members >= present.min(2),
             "{}: no member disk_util: {:?}",
             r.case_id,
             r.figures.disk_util
@@ -277,7 +306,6 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
         // The real kernel's md-exact cost of a 4 KiB raid5 write on four members: read
         // the old data and parity, write both; with the last member gone, 3.5 on average
         // (rcw, 2 reads and 1 write, where parity or the block written is lost).
-        let case = stored_cases.iter().find(|c| c.id == r.case_id).unwrap();
         if case.array.level == raidlab_core::Level::Raid5
             && case.array.disks == 4
             && case.workload.rw == raidlab_core::Rw::RandWrite
@@ -325,7 +353,7 @@ fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
             (b / a - 1.0) * 100.0
         );
     }
-    (v, s)
+    (v, s, rows(&vm), rows(&sim))
 }
 
 fn within(what: &str, got: f64, want: f64, tol: f64) {
@@ -413,6 +441,44 @@ fn md_degraded_in_one_boot() {
                 within("vm degraded raid5 randwrite", *iops, 225.0 / 3.5, 0.15)
             }
             _ => {}
+        }
+    }
+    cross_validate(&v, &s);
+}
+
+/// Rebuilding in the real kernel, in one boot: raid1 and raid5 with their last member
+/// failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
+/// members of 75 IOPS. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
+/// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
+/// record the recovery's speed; the workload's IOPS must agree within 15 % and raid1's
+/// recovery speed within 25 %. raid5's recovery runs about five times faster in the guest
+/// than simulated (docs/vm-lab.md says why: md's idle test and the block layer's merging of
+/// sync requests, neither modelled yet); here it must only have progressed.
+#[test]
+fn md_rebuild_in_one_boot() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+    );
+    let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 2);
+    for (vm, sim) in vm_rows.iter().zip(&sim_rows) {
+        let label = vm["array_label"].as_str().unwrap();
+        let (a, b) = (vm["rebuild_mib_s"].as_f64(), sim["rebuild_mib_s"].as_f64());
+        eprintln!("{label}: rebuild vm {a:?} MiB/s, sim {b:?} MiB/s");
+        let (a, b) = (a.expect("the vm recorded the recovery"), b.unwrap());
+        assert!(
+            a > 0.5,
+            "{label}: the recovery made progress in the guest ({a} MiB/s)"
+        );
+        if vm["level"] == "raid1" {
+            within(
+                &format!("sim predicting vm, {label} rebuild MiB/s"),
+                b,
+                a,
+                0.25,
+            );
         }
     }
     cross_validate(&v, &s);
