@@ -70,7 +70,7 @@ pub struct Environment {
 
 /// A recovery's figures (`state = "rebuilding"`): measured in the run, and timed over the
 /// member's whole capacity, loaded and idle.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RebuildFigures {
     /// Recovery speed per member over the measured window (ramp excluded), MiB/s: what
     /// `/proc/mdstat` shows as `speed=`.
@@ -87,6 +87,9 @@ pub struct RebuildFigures {
     /// The same with no workload (the idle array's rebuild).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_idle: Option<f64>,
+    /// The recovery's speed, MiB/s, second by second of the run (the report draws it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mib_s_per_second: Vec<f64>,
 }
 
 /// One command a target ran for a case.

@@ -331,7 +331,7 @@ impl HostTarget {
             stripe_cache_size: during["stripe_cache_size"]
                 .as_str()
                 .and_then(|s| s.parse::<u64>().ok()),
-            rebuild: r.rebuild,
+            rebuild: r.rebuild.clone(),
             commands: r.commands.clone(),
             details: match details {
                 serde_json::Value::Object(m) => m,

@@ -104,6 +104,11 @@ impl Recovery {
             seconds: self.finished,
             seconds_full: None,
             seconds_idle: None,
+            mib_s_per_second: self
+                .samples
+                .windows(2)
+                .map(|w| (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0) / 1_048_576.0)
+                .collect(),
         })
     }
 }
@@ -137,6 +142,7 @@ mod tests {
         r.samples = vec![(2.0, 0), (4.0, 20 << 20)];
         let f = r.figures().unwrap();
         assert_eq!((f.mib_s, f.seconds), (10.0, None));
+        assert_eq!(f.mib_s_per_second, [10.0]);
         // Ended at 5 s: the last second counts to the member's end.
         r.total = Some(40 << 20);
         r.finished = Some(6.0);

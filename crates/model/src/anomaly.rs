@@ -116,7 +116,7 @@ fn writes(o: &Observation) -> bool {
 /// A rebuilding array's recovery (`environment.rebuild`) ran no faster than 10 % above
 /// md's `sync_speed_min` and did not finish: the governor held it at the floor.
 fn rebuild_at_min(o: &Observation) -> Option<Anomaly> {
-    let r = o.environment.rebuild?;
+    let r = o.environment.rebuild.as_ref()?;
     let min = o.case.array.rebuild.unwrap_or_default().sync_speed_min as f64;
     let kib_s = r.mib_s * 1024.0;
     if r.seconds.is_some() || kib_s > min * 1.1 {

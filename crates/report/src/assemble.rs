@@ -135,6 +135,11 @@ pub fn build(store: &Store) -> Result<Built> {
                             .collect()
                     })
                     .unwrap_or_default(),
+                rebuild_mib_s_per_second: results
+                    .first()
+                    .and_then(|r| r.environment.rebuild.as_ref())
+                    .map(|r| r.mib_s_per_second.clone())
+                    .unwrap_or_default(),
                 ..Default::default()
             };
             if let Some(case) = &c.case {

@@ -65,6 +65,8 @@ pub struct Detail {
     pub iops_per_second: Vec<f64>,
     /// Mean latency (ms) per second from the first repetition's latency log.
     pub lat_ms_per_second: Vec<f64>,
+    /// A rebuilding case's recovery speed (MiB/s) per second, from the first repetition.
+    pub rebuild_mib_s_per_second: Vec<f64>,
 }
 
 /// Everything the HTML report shows.
@@ -503,6 +505,13 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
                 &format!("{label}: mean latency over time"),
                 "ms",
                 &d.lat_ms_per_second,
+            ));
+        }
+        if !d.rebuild_mib_s_per_second.is_empty() {
+            s.push_str(&crate::svg::time_chart_unit(
+                &format!("{label}: recovery speed over time"),
+                "MiB/s",
+                &d.rebuild_mib_s_per_second,
             ));
         }
         if !d.environment.is_empty() {

@@ -143,8 +143,10 @@ impl Row {
     /// A rebuilding case's recovery figures: the median of each over the repetitions'
     /// recorded environments.
     pub fn rebuild<'a>(&mut self, environments: impl IntoIterator<Item = &'a Environment>) {
-        let figures: Vec<RebuildFigures> =
-            environments.into_iter().filter_map(|e| e.rebuild).collect();
+        let figures: Vec<RebuildFigures> = environments
+            .into_iter()
+            .filter_map(|e| e.rebuild.clone())
+            .collect();
         let med = |f: &dyn Fn(&RebuildFigures) -> Option<f64>| {
             let v: Vec<f64> = figures.iter().filter_map(f).collect();
             stats::median(&v)

@@ -84,6 +84,7 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
                 .collect(),
             iops_per_second: log,
             lat_ms_per_second: Vec::new(),
+            rebuild_mib_s_per_second: Vec::new(),
         });
     }
     (rows, details)

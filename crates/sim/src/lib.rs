@@ -63,7 +63,7 @@ impl SimOutput {
             disk_model: Some(self.model.clone()),
             events: Some(self.events),
             resync_during_fio: Some(self.resync_ran),
-            rebuild: self.rebuild,
+            rebuild: self.rebuild.clone(),
             ..Environment::default()
         }
     }
@@ -191,12 +191,17 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
             idle: false,
         },
     );
-    let rebuild = match (case.array.state, run.sync) {
+    let rebuild = match (case.array.state, &run.sync) {
         (ArrayState::Rebuilding, Some(sync)) => Some(RebuildFigures {
             mib_s: sync.measured as f64 / sync.window.as_secs_f64() / 1_048_576.0,
             seconds: sync.finished_at.map(|t| t.as_secs_f64()),
             seconds_full: full_rebuild_seconds(case, seed, false)?,
             seconds_idle: full_rebuild_seconds(case, seed, true)?,
+            mib_s_per_second: sync
+                .per_sec
+                .iter()
+                .map(|&b| b as f64 / 1_048_576.0)
+                .collect(),
         }),
         _ => None,
     };

@@ -192,6 +192,25 @@ fn report_renders_failures_and_rebuilds() {
     // Two workloads × three levels × (degraded, rebuilding).
     assert_eq!(section.matches("<td>degraded</td>").count(), 6);
     assert_eq!(section.matches("<td>rebuilding</td>").count(), 6);
+    // Each rebuilding case shows its recovery's speed second by second.
+    let speeds: Vec<&str> = dom
+        .split("<svg class=\"chart over-time\"")
+        .skip(1)
+        .filter(|c| c.contains(": recovery speed over time\""))
+        .collect();
+    assert_eq!(speeds.len(), 6);
+    for chart in speeds {
+        let n: usize = chart
+            .split("data-points=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next())
+            .and_then(|t| t.parse().ok())
+            .expect("a recovery-speed series");
+        assert!(
+            n >= 5,
+            "a recovery over 5 s or more has a point per second: {n}"
+        );
+    }
     let charts: Vec<&str> = section
         .split("<svg class=\"chart rebuild\"")
         .skip(1)

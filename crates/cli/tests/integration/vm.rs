@@ -450,10 +450,15 @@ fn md_degraded_in_one_boot() {
 /// failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
 /// members of 75 IOPS. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
 /// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
-/// record the recovery's speed; the workload's IOPS must agree within 15 % and raid1's
-/// recovery speed within 25 %. raid5's recovery runs about five times faster in the guest
+/// record the recovery's speed; the workload's IOPS must agree within 15 %. The guest's
+/// recovery speed itself varies from boot to boot: raid1 gave 1.05, 1.61, 2.13 and
+/// 2.59 MiB/s in four runs of this test (how many 64 KiB sync reads the block layer merges
+/// into one throttled request depends on the emulated CPU's timing). So the checks are
+/// the governor's floor in the guest (`sync_speed_min`, 1000 KiB/s, which md keeps even
+/// under load) and the simulated raid1 recovery inside the guest's range: between half and
+/// twice the measured speed. raid5's recovery runs about five times faster in the guest
 /// than simulated (docs/vm-lab.md says why: md's idle test and the block layer's merging of
-/// sync requests, neither modelled yet); here it must only have progressed.
+/// sync requests, neither modelled yet); here it must only keep the floor.
 #[test]
 fn md_rebuild_in_one_boot() {
     let Some(_g) = booting() else {
@@ -468,16 +473,15 @@ fn md_rebuild_in_one_boot() {
         let (a, b) = (vm["rebuild_mib_s"].as_f64(), sim["rebuild_mib_s"].as_f64());
         eprintln!("{label}: rebuild vm {a:?} MiB/s, sim {b:?} MiB/s");
         let (a, b) = (a.expect("the vm recorded the recovery"), b.unwrap());
+        let floor = 1000.0 / 1024.0;
         assert!(
-            a > 0.5,
-            "{label}: the recovery made progress in the guest ({a} MiB/s)"
+            a > floor * 0.9,
+            "{label}: the guest's recovery fell below md's sync_speed_min ({a:.2} MiB/s)"
         );
         if vm["level"] == "raid1" {
-            within(
-                &format!("sim predicting vm, {label} rebuild MiB/s"),
-                b,
-                a,
-                0.25,
+            assert!(
+                b >= a / 2.0 && b <= a * 2.0,
+                "{label}: simulated recovery {b:.2} MiB/s, the guest's {a:.2}: not within ×2"
             );
         }
     }

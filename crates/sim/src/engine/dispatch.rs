@@ -265,6 +265,12 @@ impl<D: Member> Engine<D> {
             Job::Resync => {
                 self.parts.release(part_id);
                 let now = self.now;
+                if now >= self.measure_from {
+                    let sec = ((now - self.measure_from).0 / 1_000_000_000) as usize;
+                    if let Some(b) = self.sync_per_sec.get_mut(sec) {
+                        *b += resync::STEP;
+                    }
+                }
                 self.resync.as_mut().expect("resync").complete(now);
                 self.resync_pump();
                 return;

@@ -224,7 +224,7 @@ pub struct SimRun {
 }
 
 /// How far a sync got in a run.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyncRun {
     /// Member offset the sync started from, and the one it completed to.
     pub from: u64,
@@ -235,6 +235,8 @@ pub struct SyncRun {
     pub window: Nanos,
     /// When the sync reached the end of the member, from the start of the run.
     pub finished_at: Option<Nanos>,
+    /// Member bytes synced in each second of the measured window.
+    pub per_sec: Vec<u64>,
 }
 
 struct HostIo {
@@ -344,8 +346,10 @@ pub struct Engine<D> {
     /// fio jobs run (false to time a recovery on an idle array): md's sync sees a busy
     /// array while they do.
     foreground: bool,
-    /// The sync's position when the measured window opened.
+    /// The sync's position when the measured window opened, and its bytes per measured
+    /// second.
     sync_at_measure: Option<u64>,
+    sync_per_sec: Vec<u64>,
     rw: Rw,
     rwmixread: u8,
     bs: u64,
@@ -587,6 +591,7 @@ impl<D: Member> Engine<D> {
             recovering,
             foreground: true,
             sync_at_measure: None,
+            sync_per_sec: vec![0; w.runtime.0.div_ceil(1_000_000_000) as usize],
         }
     }
 
@@ -695,6 +700,7 @@ impl<D: Member> Engine<D> {
                     measured: r.done - at_start,
                     window: self.end - self.measure_from,
                     finished_at: r.finished_at,
+                    per_sec: self.sync_per_sec.clone(),
                 }
             }),
         }
