@@ -181,12 +181,13 @@ impl Plan {
                     format!("the {kind} target cannot put an array in this state: use the sim target for \"{state}\" arrays, or drop it"),
                 ));
             }
-            if state != ArrayState::Healthy && engine == Engine::Btrfs && kind != TargetKind::Sim {
+            if state == ArrayState::Rebuilding && engine == Engine::Btrfs && kind == TargetKind::Sim
+            {
                 return Err(self.error_at(
                     "arrays",
                     "state",
                     state.to_string(),
-                    format!("the {kind} target fails members of md arrays only (btrfs needs a degraded mount, not built yet): use engine = \"md\", or the sim target"),
+                    "the sim target models md's recovery and its governor, not btrfs replace: run rebuilding btrfs with --target host, or use engine = \"md\"".into(),
                 ));
             }
         }

@@ -317,7 +317,7 @@ fn stop_process(pid: u32, start: u64, log: &mut dyn FnMut(String)) {
 /// Whether an undo stays where raidlab works: it mounts only below the results
 /// directory's `.host/`, so an unmount anywhere else is not its own.
 fn within(out: &Path, u: &Undo) -> Result<(), String> {
-    let Undo::Unmount { dir } = u else {
+    let (Undo::Unmount { dir } | Undo::CancelReplace { dir }) = u else {
         return Ok(());
     };
     let base = std::path::absolute(out.join(".host")).unwrap_or_else(|_| out.join(".host"));
@@ -327,7 +327,7 @@ fn within(out: &Path, u: &Undo) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "not unmounting {dir}: raidlab mounts only below {}",
+            "not touching the mount at {dir}: raidlab mounts only below {}",
             base.display()
         ))
     }
@@ -381,6 +381,14 @@ pub fn undo(u: &Undo) -> Result<(), String> {
         }
         Undo::RestoreCache { device, was } => {
             cache::restore(device, &devices::kernel_name(device)?, *was).map(drop)
+        }
+        Undo::CancelReplace { dir } => {
+            // `cancel` fails when no replace runs (it ended, or never started): nothing to
+            // stop. The `btrfs replace start -B` that waited on it returns by itself.
+            if devices::is_mountpoint(dir) {
+                let _ = run(&["btrfs", "replace", "cancel", dir]);
+            }
+            Ok(())
         }
     }
 }
@@ -483,6 +491,7 @@ pub fn describe(u: &Undo) -> String {
             "write cache of {device} back {}",
             if *was { "on" } else { "off" }
         ),
+        Undo::CancelReplace { dir } => format!("stopped any btrfs replace in {dir}"),
     }
 }
 

@@ -28,7 +28,9 @@ use std::time::Instant;
 /// Environment variable for fault-injection tests: `RAIDLAB_FAULT_KILL_IN=mkfs` makes
 /// raidlab SIGKILL itself while the first command of that phase runs, as a power cut
 /// would — so the tests can prove that `raidlab cleanup` undoes every phase;
-/// `mkfs:2` does it in the phase's second command (with one mkfs per array: a later case's).
+/// `mkfs:2` does it in the phase's second command (with one mkfs per array: a later case's);
+/// in a rebuilding case, `fio:2` does it just after the recovery started (`mdadm --add`,
+/// `btrfs replace start`).
 pub const FAULT_ENV: &str = "RAIDLAB_FAULT_KILL_IN";
 
 /// What the host target needs from the plan and the command line.
@@ -404,7 +406,7 @@ struct Running<'a> {
     resync_seconds: Option<f64>,
     step_no: usize,
     /// Members to add back once fio runs (a rebuilding case), and what their recovery did.
-    recover: Option<Vec<String>>,
+    recover: Option<recovery::How>,
     rebuild: Option<RebuildFigures>,
     rebuild_progress: Vec<(f64, u64)>,
 }
@@ -450,7 +452,12 @@ impl HostTarget {
                         }
                     }
                     if let Some(rc) = recovery.as_mut() {
+                        let begun = rc.begun();
                         rc.tick();
+                        if !begun {
+                            // Tests: `fio:2` dies with the recovery under way.
+                            self.fault_point(s.phase);
+                        }
                     }
                 };
                 let (status, stopped) =
@@ -458,8 +465,9 @@ impl HostTarget {
                 if is_fio {
                     self.journal().ended(child.id())?;
                 }
-                if let Some(rc) = recovery {
-                    r.commands.extend(rc.command.clone());
+                if let Some(mut rc) = recovery {
+                    rc.finish();
+                    r.commands.extend(rc.commands.iter().cloned());
                     if let Some(e) = rc.error {
                         return Err(e);
                     }
@@ -516,7 +524,15 @@ impl HostTarget {
             }
             Action::StripeCache { pages } => set_stripe_cache(*pages)?,
             Action::MdAttr { attr, value } => set_md_attr(attr, value)?,
-            Action::AddDuringFio { members } => r.recover = Some(members.clone()),
+            Action::AddDuringFio { members } => {
+                r.recover = Some(recovery::How::Md(members.clone()))
+            }
+            Action::ReplaceDuringFio { replaces, mnt } => {
+                r.recover = Some(recovery::How::Btrfs {
+                    replaces: replaces.clone(),
+                    mnt: mnt.clone(),
+                })
+            }
             Action::WriteFile { path, text } => write_job_file(path, text)?,
         }
         r.commands.push(CommandRun {

@@ -1,81 +1,144 @@
-//! A rebuilding case's recovery on the real kernel (`state = "rebuilding"`): the fresh
-//! members go back into the degraded array once fio runs (`mdadm --add`), and md's
-//! progress (`/proc/mdstat`'s `recovery = P% (DONE/TOTAL)`, member KiB: md's own
-//! `sync_completed` moves only at checkpoints minutes apart) is sampled every second while
-//! fio runs, so the result carries the recovery's speed, its end when it ended, and the
-//! time series.
+//! A rebuilding case's recovery on the real kernel (`state = "rebuilding"`), sampled
+//! every second while fio runs, so the result carries the recovery's speed, its end when
+//! it ended, and the time series.
+//!
+//! - md: the fresh members go back into the degraded array once fio runs (`mdadm
+//!   --add`); progress is `/proc/mdstat`'s `recovery = P% (DONE/TOTAL)` (member KiB: md's
+//!   own `sync_completed` moves only at checkpoints minutes apart).
+//! - btrfs: `btrfs replace start -B` puts a fresh device in each missing one's place, one
+//!   after the other; progress is what the block layer counts written to the fresh device
+//!   (`/sys/block/NAME/stat`: btrfs's own status is a percentage of the chunks, not bytes),
+//!   and the end is the moment the replace command returns.
 
-use crate::md_sysfs;
-use raidlab_backend::script::MD;
+use crate::{devices, md_sysfs};
+use raidlab_backend::script::{BtrfsReplace, MD};
 use raidlab_core::{CommandRun, RebuildFigures};
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc::{channel, Receiver};
 use std::time::Instant;
+
+/// What brings the lost members back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum How {
+    /// `mdadm --add` of these members.
+    Md(Vec<String>),
+    /// `btrfs replace` of each missing device, in the file system mounted at `mnt`.
+    Btrfs {
+        replaces: Vec<BtrfsReplace>,
+        mnt: String,
+    },
+}
+
+/// One `btrfs replace start -B` under way: its command line, when it started, the fresh
+/// device's written sectors then, and where its exit (and the moment of it) arrives.
+struct Replacing {
+    argv: Vec<String>,
+    t0: Instant,
+    device: String,
+    sectors_before: u64,
+    done: Receiver<(Instant, std::io::Result<Output>)>,
+}
 
 /// The recovery under way during one fio run.
 pub struct Recovery {
-    members: Vec<String>,
+    how: How,
     /// When fio started: times are seconds from it, as the simulator's are from the run's
     /// start.
     started: Instant,
     added: bool,
     /// (seconds since fio started, member bytes recovered).
     pub samples: Vec<(f64, u64)>,
-    /// When md reported the array whole again.
+    /// When the array was whole again.
     finished: Option<f64>,
     /// Member bytes to recover, from the last reading.
     total: Option<u64>,
-    /// The `mdadm --add` as run, and why it failed if it did.
-    pub command: Option<CommandRun>,
+    /// btrfs: the replace running, the next one to start, bytes of those that ended.
+    replacing: Option<Replacing>,
+    next: usize,
+    bytes_before: u64,
+    /// The commands as run, and why one failed if one did.
+    pub commands: Vec<CommandRun>,
     pub error: Option<String>,
 }
 
 impl Recovery {
-    pub fn new(members: Vec<String>, started: Instant) -> Recovery {
+    pub fn new(how: How, started: Instant) -> Recovery {
         Recovery {
-            members,
+            how,
             started,
             added: false,
             samples: Vec::new(),
             finished: None,
             total: None,
-            command: None,
+            replacing: None,
+            next: 0,
+            bytes_before: 0,
+            commands: Vec::new(),
             error: None,
         }
     }
 
-    /// Once a second while fio runs: add the members at the first call, then sample.
+    /// Whether the members were brought back already (the first tick).
+    pub fn begun(&self) -> bool {
+        self.added
+    }
+
+    fn since(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.started).as_secs_f64()
+    }
+
+    /// Once a second while fio runs: bring the members back at the first call, then
+    /// sample.
     pub fn tick(&mut self) {
-        let t = self.started.elapsed().as_secs_f64();
+        let t = self.since(Instant::now());
         if !self.added {
             self.added = true;
-            self.add();
+            match self.how.clone() {
+                How::Md(members) => self.md_add(&members),
+                How::Btrfs { .. } => {
+                    self.samples.push((t, 0));
+                    self.start_replace();
+                }
+            }
             return;
         }
         if self.finished.is_some() || self.error.is_some() {
             return;
         }
-        let mdstat = std::fs::read_to_string("/proc/mdstat").unwrap_or_default();
-        match progress(&mdstat) {
-            Some((done, total)) => {
-                self.samples.push((t, done * 1024));
-                self.total = Some(total * 1024);
+        match &self.how {
+            How::Md(_) => {
+                let mdstat = std::fs::read_to_string("/proc/mdstat").unwrap_or_default();
+                match progress(&mdstat) {
+                    Some((done, total)) => {
+                        self.samples.push((t, done * 1024));
+                        self.total = Some(total * 1024);
+                    }
+                    None if md_sysfs("degraded").as_deref() == Some("0") => self.finished = Some(t),
+                    None => {}
+                }
             }
-            None if md_sysfs("degraded").as_deref() == Some("0") => self.finished = Some(t),
-            None => {}
+            How::Btrfs { .. } => self.btrfs_tick(t),
         }
     }
 
-    fn add(&mut self) {
+    fn md_add(&mut self, members: &[String]) {
         let mut argv = vec!["mdadm".to_string(), MD.into(), "--add".into()];
-        argv.extend(self.members.iter().cloned());
+        argv.extend(members.iter().cloned());
         let t0 = Instant::now();
-        let out = std::process::Command::new(&argv[0])
-            .args(&argv[1..])
-            .output();
-        self.command = Some(CommandRun {
+        let out = Command::new(&argv[0]).args(&argv[1..]).output();
+        self.ran(&argv, t0);
+        self.check(&argv, out);
+    }
+
+    fn ran(&mut self, argv: &[String], t0: Instant) {
+        self.commands.push(CommandRun {
             phase: "fio".into(),
             command: argv.join(" "),
             seconds: (t0.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
         });
+    }
+
+    fn check(&mut self, argv: &[String], out: std::io::Result<Output>) {
         match out {
             Ok(o) if o.status.success() => {}
             Ok(o) => {
@@ -87,6 +150,123 @@ impl Recovery {
                 ))
             }
             Err(e) => self.error = Some(format!("`{}`: {e}", argv.join(" "))),
+        }
+    }
+
+    /// Start the next `btrfs replace` (waited for on a thread of its own, so its end is
+    /// timed to the moment, not to the next tick).
+    fn start_replace(&mut self) {
+        let How::Btrfs { replaces, mnt } = &self.how else {
+            return;
+        };
+        let Some(r) = replaces.get(self.next) else {
+            return;
+        };
+        self.next += 1;
+        let argv: Vec<String> = [
+            "btrfs",
+            "replace",
+            "start",
+            "-B",
+            "-f",
+            &r.devid.to_string(),
+            &r.device,
+            mnt,
+        ]
+        .map(String::from)
+        .to_vec();
+        let sectors_before = sectors_written(&r.device).unwrap_or(0);
+        let t0 = Instant::now();
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                self.error = Some(format!("`{}`: {e}", argv.join(" ")));
+                return;
+            }
+        };
+        let (tx, done) = channel();
+        std::thread::spawn(move || {
+            let out = child.wait_with_output();
+            let _ = tx.send((Instant::now(), out));
+        });
+        self.replacing = Some(Replacing {
+            argv,
+            t0,
+            device: r.device.clone(),
+            sectors_before,
+            done,
+        });
+    }
+
+    /// Bytes written to the fresh devices so far.
+    fn btrfs_bytes(&self) -> u64 {
+        self.bytes_before
+            + self.replacing.as_ref().map_or(0, |r| {
+                sectors_written(&r.device)
+                    .unwrap_or(r.sectors_before)
+                    .saturating_sub(r.sectors_before)
+                    * 512
+            })
+    }
+
+    fn btrfs_tick(&mut self, t: f64) {
+        let ended = self.replacing.as_ref().and_then(|r| r.done.try_recv().ok());
+        let bytes = self.btrfs_bytes();
+        match ended {
+            None => self.samples.push((t, bytes)),
+            Some((at, out)) => {
+                let r = self.replacing.take().expect("a replace ran");
+                self.ran_between(&r.argv, r.t0, at);
+                self.check(&r.argv, out);
+                self.bytes_before = bytes;
+                let at = self.since(at);
+                self.samples.push((at, bytes));
+                if self.error.is_none() {
+                    self.start_replace();
+                    if self.replacing.is_none() {
+                        self.finished = Some(at);
+                        self.total = Some(bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    fn ran_between(&mut self, argv: &[String], t0: Instant, t1: Instant) {
+        self.commands.push(CommandRun {
+            phase: "fio".into(),
+            command: argv.join(" "),
+            seconds: (t1.saturating_duration_since(t0).as_secs_f64() * 1000.0).round() / 1000.0,
+        });
+    }
+
+    /// Once fio has ended: a btrfs replace still under way is cancelled (the teardown
+    /// unmounts next) and waited for; what it recovered until then stays in the samples.
+    pub fn finish(&mut self) {
+        if self.replacing.is_none() {
+            return;
+        }
+        let t = self.since(Instant::now());
+        self.btrfs_tick(t);
+        let (Some(r), How::Btrfs { mnt, .. }) = (self.replacing.take(), &self.how) else {
+            return;
+        };
+        let cancel: Vec<String> = ["btrfs", "replace", "cancel", mnt]
+            .map(String::from)
+            .to_vec();
+        let t0 = Instant::now();
+        let out = Command::new(&cancel[0]).args(&cancel[1..]).output();
+        self.ran(&cancel, t0);
+        self.check(&cancel, out);
+        // The replace returns once cancelled; its exit status says so, not a failure.
+        if let Ok((at, _)) = r.done.recv() {
+            self.ran_between(&r.argv, r.t0, at);
         }
     }
 
@@ -107,10 +287,18 @@ impl Recovery {
             mib_s_per_second: self
                 .samples
                 .windows(2)
+                .filter(|w| w[1].0 > w[0].0)
                 .map(|w| (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0) / 1_048_576.0)
                 .collect(),
         })
     }
+}
+
+/// Sectors written to a block device since it appeared (field 7 of its `stat`).
+fn sectors_written(device: &str) -> Option<u64> {
+    let name = devices::kernel_name(device).ok()?;
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).ok()?;
+    stat.split_whitespace().nth(6)?.parse().ok()
 }
 
 /// A recovery's or resync's "(DONE/TOTAL)" in `/proc/mdstat` (KiB of a member); `None`
@@ -137,7 +325,7 @@ mod tests {
             progress("md127 : active raid1 vdb[2] vda[0]\n [2/2] [UU]\n"),
             None
         );
-        let mut r = Recovery::new(vec![], Instant::now());
+        let mut r = Recovery::new(How::Md(vec![]), Instant::now());
         assert!(r.figures().is_none(), "no samples");
         r.samples = vec![(2.0, 0), (4.0, 20 << 20)];
         let f = r.figures().unwrap();

@@ -2,7 +2,9 @@
 //! the file system, the mount, the layout of the test data, fio, and the teardown that
 //! closes each undo the build opened.
 
-use super::{argv, array_device, md_level, run, Action, Paths, Phase, Step, Undo, MD};
+use super::{
+    argv, array_device, md_level, run, Action, BtrfsReplace, Paths, Phase, Step, Undo, MD,
+};
 use raidlab_core::{ArrayState, Case, Engine, Filesystem, Level, Resync, WriteCache};
 
 /// The commands for one case, phase by phase. `members` are the member devices (paths, or
@@ -30,7 +32,31 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
     if on_fs || case.workload.rw.reads() {
         steps.push(layout(case, &target_file));
     }
-    if a.state == ArrayState::Rebuilding {
+    if a.engine == Engine::Btrfs && !a.state.is_healthy() {
+        steps.extend(btrfs_fail(case, members, &device, paths));
+    }
+    if a.state == ArrayState::Rebuilding && a.engine == Engine::Btrfs {
+        let failed = failed_members(case, members);
+        let first = members.len() - failed.len();
+        steps.push(Step {
+            phase: Phase::Fio,
+            action: Action::ReplaceDuringFio {
+                replaces: failed
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| BtrfsReplace {
+                        devid: (first + i + 1) as u32,
+                        device: m.clone(),
+                    })
+                    .collect(),
+                mnt: paths.mnt.clone(),
+            },
+            opens: Some(Undo::CancelReplace {
+                dir: paths.mnt.clone(),
+            }),
+            closes: None,
+        });
+    } else if a.state == ArrayState::Rebuilding {
         steps.push(Step {
             phase: Phase::Fio,
             action: Action::AddDuringFio {
@@ -184,6 +210,63 @@ fn md_create(case: &Case, members: &[String], steps: &mut Vec<Step>) {
 /// The members a degraded or rebuilding array has lost: md's last `failed` ones.
 fn failed_members<'a>(case: &Case, members: &'a [String]) -> &'a [String] {
     &members[members.len() - case.array.failed_members() as usize..]
+}
+
+/// A degraded or rebuilding btrfs: once the test data is on every member, the last
+/// `failed` members are lost as a pulled disk is: unmounted, their signatures erased and
+/// forgotten by the kernel, and the file system mounted again with `-o degraded` (btrfs
+/// refuses a mount with devices missing otherwise). The data laid out before stays spread
+/// over all members, so reads of the lost members' copies go to the survivors.
+fn btrfs_fail(case: &Case, members: &[String], device: &str, paths: &Paths) -> Vec<Step> {
+    let gone = failed_members(case, members);
+    let unmount = Undo::Unmount {
+        dir: paths.mnt.clone(),
+    };
+    let mut wipe = vec!["wipefs".to_string(), "-a".into(), "-q".into()];
+    wipe.extend(gone.iter().cloned());
+    let mut forget = vec![
+        "btrfs".to_string(),
+        "device".into(),
+        "scan".into(),
+        "--forget".into(),
+    ];
+    forget.extend(gone.iter().cloned());
+    vec![
+        Step {
+            phase: Phase::Layout,
+            action: argv(["umount".into(), paths.mnt.clone()]),
+            opens: None,
+            closes: Some(unmount.clone()),
+        },
+        // The members' undo (`Wipe` of them all, opened by mkfs.btrfs) covers these too.
+        Step {
+            phase: Phase::Layout,
+            action: argv(wipe),
+            opens: None,
+            closes: None,
+        },
+        Step {
+            phase: Phase::Layout,
+            action: Action::Run {
+                argv: forget,
+                may_fail: true,
+            },
+            opens: None,
+            closes: None,
+        },
+        Step {
+            phase: Phase::Layout,
+            action: argv([
+                "mount".into(),
+                "-o".into(),
+                "degraded".into(),
+                device.to_string(),
+                paths.mnt.clone(),
+            ]),
+            opens: Some(unmount),
+            closes: None,
+        },
+    ]
 }
 
 /// The btrfs file system over the members, with the level's profile.
@@ -346,6 +429,25 @@ fn teardown(case: &Case, members: &[String], device: &str, paths: &Paths) -> Vec
     let single = a.level == Level::Single;
     let on_fs = a.filesystem != Filesystem::None;
     let mut steps = Vec::new();
+    if a.engine == Engine::Btrfs && a.state == ArrayState::Rebuilding {
+        // A replace that outlived fio stops before the unmount (a no-op when it ended).
+        steps.push(Step {
+            phase: Phase::Teardown,
+            action: Action::Run {
+                argv: vec![
+                    "btrfs".into(),
+                    "replace".into(),
+                    "cancel".into(),
+                    paths.mnt.clone(),
+                ],
+                may_fail: true,
+            },
+            opens: None,
+            closes: Some(Undo::CancelReplace {
+                dir: paths.mnt.clone(),
+            }),
+        });
+    }
     if on_fs {
         steps.push(Step {
             phase: Phase::Teardown,

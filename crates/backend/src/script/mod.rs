@@ -111,8 +111,24 @@ pub enum Action {
     /// recovers them under the workload (`state = "rebuilding"`); the host target records
     /// the recovery's progress while fio runs.
     AddDuringFio { members: Vec<String> },
+    /// btrfs's counterpart: once the next fio run has started, `btrfs replace` each missing
+    /// device (by its devid) with a fresh one, one after the other, in the file system
+    /// mounted at `mnt`; the host target records the recovery as for md.
+    ReplaceDuringFio {
+        replaces: Vec<BtrfsReplace>,
+        mnt: String,
+    },
     /// Write a text file (the fio job file).
     WriteFile { path: String, text: String },
+}
+
+/// One missing btrfs device and the fresh device that takes its place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BtrfsReplace {
+    /// The missing device's id in the file system (mkfs.btrfs numbers the devices from 1
+    /// in the order it is given them).
+    pub devid: u32,
+    pub device: String,
 }
 
 /// How to undo a system change if raidlab dies before its own teardown: what the journal
@@ -128,6 +144,9 @@ pub enum Undo {
     Unmount { dir: String },
     /// Restore a member's write cache (`was` = its state before raidlab touched it).
     RestoreCache { device: String, was: bool },
+    /// Stop a `btrfs replace` that may still run in the file system mounted at `dir`
+    /// (before it is unmounted).
+    CancelReplace { dir: String },
 }
 
 /// One step: its phase, its action, the undo it opens (journalled before it runs) and
@@ -177,6 +196,23 @@ impl Step {
                 format!(
                     "(sleep 1; mdadm {MD} --add {}) &  # md recovers them while fio runs",
                     devs.join(" ")
+                )
+            }
+            Action::ReplaceDuringFio { replaces, mnt } => {
+                let each: Vec<String> = replaces
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "btrfs replace start -B -f {} {} {}",
+                            r.devid,
+                            shell_word(&r.device),
+                            shell_word(mnt)
+                        )
+                    })
+                    .collect();
+                format!(
+                    "(sleep 1; {}) &  # btrfs rebuilds them while fio runs",
+                    each.join(" && ")
                 )
             }
             Action::WriteFile { path, text } if text.contains(MD) => {
@@ -448,6 +484,41 @@ mod tests {
         assert!(s.find("mdadm --wait").unwrap() < at && at < s.find("mkfs.xfs").unwrap());
         // The teardown still zeroes every member's superblock, the removed ones too.
         assert!(s.contains("mdadm --zero-superblock \"${DISK[0]}\""), "{s}");
+    }
+
+    /// A degraded btrfs loses its last member after the data is laid out (unmounted,
+    /// wiped, forgotten, mounted `-o degraded`); a rebuilding one then replaces it (devid 4,
+    /// the fourth device given to mkfs.btrfs) while fio runs, and the teardown stops a
+    /// replace still running before it unmounts. Neither is reused by a second workload.
+    #[test]
+    fn btrfs_loses_a_member_after_the_layout_and_replaces_it_during_fio() {
+        let text = "name = \"t\"\n[disks]\ncount = 4\n[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\nstate = [\"degraded\", \"rebuilding\"]\n[workloads]\nrw = [\"randread\", \"randwrite\"]\nsize = \"1g\"\n";
+        let p = Plan::parse(text, Path::new("t.toml")).unwrap();
+        let s = plan_script(&p);
+        assert_eq!(s.matches("mkfs.btrfs").count(), 4, "no reuse: {s}");
+        assert_eq!(s.matches("mount -o degraded").count(), 4, "{s}");
+        assert_eq!(s.matches("btrfs replace start").count(), 2, "{s}");
+        let rebuilding = &s[s.rfind("mkfs.btrfs").unwrap()..];
+        let order = [
+            "--name=layout",
+            "umount /mnt/raidlab",
+            "wipefs -a -q \"${DISK[3]}\"",
+            "btrfs device scan --forget \"${DISK[3]}\" || true",
+            "mount -o degraded \"${DISK[0]}\" /mnt/raidlab",
+            "(sleep 1; btrfs replace start -B -f 4 \"${DISK[3]}\" /mnt/raidlab) &",
+            "fio --output-format=json",
+            "btrfs replace cancel /mnt/raidlab || true",
+            "umount /mnt/raidlab",
+            "wipefs -a -q \"${DISK[0]}\" \"${DISK[1]}\" \"${DISK[2]}\" \"${DISK[3]}\"",
+        ];
+        // Each line after the one before.
+        let mut from = 0;
+        for l in order {
+            let at = rebuilding[from..]
+                .find(l)
+                .unwrap_or_else(|| panic!("{l} missing after byte {from}: {rebuilding}"));
+            from += at + l.len();
+        }
     }
 
     /// A rebuilding array: failed, removed and wiped once built, md's knobs set, the member

@@ -2,7 +2,7 @@
 //! its array up; the bash script of a whole plan that `plan --script` prints.
 
 use super::{case_steps, placeholder, Paths, Phase, Step, CACHE_FUNCTIONS};
-use raidlab_core::{ArrayState, Case, Filesystem, Plan};
+use raidlab_core::{ArrayState, Case, Engine, Filesystem, Plan};
 use std::fmt::Write;
 
 /// Which parts of a case's steps run when consecutive cases share one array, as the
@@ -34,9 +34,14 @@ pub fn select(steps: Vec<Step>, reuse: Reuse) -> Vec<Step> {
 }
 
 /// Whether two cases run on the same array (same spec, same disks). A rebuilding array
-/// is never shared: each case starts its recovery from the degraded array.
+/// is never shared: each case starts its recovery from the degraded array. Nor is a
+/// degraded btrfs: it loses its members after its test data is laid out, so a case that
+/// needs more data laid out starts again from a whole file system.
 pub fn same_array(a: &Case, b: &Case) -> bool {
-    a.array == b.array && a.disks == b.disks && a.array.state != ArrayState::Rebuilding
+    a.array == b.array
+        && a.disks == b.disks
+        && a.array.state != ArrayState::Rebuilding
+        && (a.array.engine != Engine::Btrfs || a.array.state.is_healthy())
 }
 
 /// The reuse each case of a sequence gets when nothing fails: what `plan --script` and

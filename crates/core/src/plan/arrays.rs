@@ -97,7 +97,8 @@ impl<'a> Cx<'a> {
                                 let spec = ArraySpec {
                                     state: *state,
                                     failed: (!state.is_healthy() && failed > 1).then_some(failed),
-                                    rebuild: (*state == ArrayState::Rebuilding)
+                                    rebuild: (*state == ArrayState::Rebuilding
+                                        && a.engine == Engine::Md)
                                         .then_some(a.rebuild),
                                     ..spec(&a, *level, layout, chunk, *n, *fs)
                                 };
@@ -113,7 +114,7 @@ impl<'a> Cx<'a> {
     }
 
     /// A degraded or rebuilding array must have the redundancy to lose `failed` members,
-    /// and no initial resync running; md rebuilds md arrays only.
+    /// and no initial resync running.
     fn check_state(
         &self,
         spec: &ArraySpec,
@@ -147,8 +148,6 @@ impl<'a> Cx<'a> {
             )
         } else if spec.resync == Resync::During {
             format!("a {state} array has no initial resync running; use resync = \"wait\" with \"{state}\"")
-        } else if state == ArrayState::Rebuilding && spec.engine != Engine::Md {
-            "btrfs replaces a member with `btrfs replace`, which raidlab does not run yet; use engine = \"md\" for \"rebuilding\"".into()
         } else {
             return Ok(());
         };
@@ -175,6 +174,14 @@ impl<'a> Cx<'a> {
             }
         }
         if let Some((key, span)) = &a.rebuild_field {
+            if a.engine != Engine::Md {
+                return Err(self.err(
+                    span.clone(),
+                    &key.at(prefix),
+                    None,
+                    "is one of md's recovery knobs, and btrfs replace has none: remove it, or use engine = \"md\"",
+                ));
+            }
             if !has(ArrayState::Rebuilding) {
                 return Err(self.err(
                     span.clone(),
