@@ -446,18 +446,19 @@ fn md_degraded_in_one_boot() {
     cross_validate(&v, &s);
 }
 
-/// Rebuilding in the real kernel, in one boot: raid1 and raid5 with their last member
-/// failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
+/// Rebuilding in the real kernel, in one boot: raid1, raid5, raid6 and raid10 with their
+/// last member failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
 /// members of 75 IOPS. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
 /// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
-/// record the recovery's speed; the workload's IOPS must agree within 15 %. The guest's
-/// recovery speed itself varies from boot to boot: raid1 gave 1.05, 1.61, 2.13 and
-/// 2.59 MiB/s in four runs of this test (how many 64 KiB sync reads the block layer merges
+/// record the recovery's speed; the workload's IOPS must agree within 15 % (raid10: see
+/// below). The guest's
+/// recovery speed itself varies from boot to boot: raid1 gave 1.05 to 2.82 MiB/s over
+/// ten runs of this test (how many 64 KiB sync reads the block layer merges
 /// into one throttled request depends on the emulated CPU's timing). So the checks are
 /// the governor's floor in the guest (`sync_speed_min`, 1000 KiB/s, which md keeps even
 /// under load) and the simulated raid1 recovery inside the guest's range: between half and
-/// twice the measured speed. raid5's recovery runs about five times faster in the guest
-/// than simulated (docs/vm-lab.md says why: md's idle test and the block layer's merging of
+/// twice the measured speed. raid5's and raid6's recoveries run three to five times faster
+/// in the guest than simulated (docs/vm-lab.md says why: md's idle test and the block layer's merging of
 /// sync requests, neither modelled yet); here it must only keep the floor.
 #[test]
 fn md_rebuild_in_one_boot() {
@@ -465,9 +466,9 @@ fn md_rebuild_in_one_boot() {
         return;
     };
     let body = format!(
-        "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+        "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = [\"raid5\", \"raid6\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
     );
-    let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 2);
+    let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 4);
     for (vm, sim) in vm_rows.iter().zip(&sim_rows) {
         let label = vm["array_label"].as_str().unwrap();
         let (a, b) = (vm["rebuild_mib_s"].as_f64(), sim["rebuild_mib_s"].as_f64());
@@ -485,7 +486,23 @@ fn md_rebuild_in_one_boot() {
             );
         }
     }
-    cross_validate(&v, &s);
+    // The workload while md recovers: within 15 %, but raid10, whose barrier makes the
+    // workload and the recovery take turns. The guest gave 76.6, 85.9, 84.3 and 78.2
+    // IOPS; the simulator with the barrier 111.4 (without it, 162.7): 30–45 % high, held
+    // within +60 % / −15 % (the guest varies from boot to boot).
+    assert_eq!(v.len(), s.len());
+    for ((l, lay, rw, a), (l2, _, _, b)) in v.iter().zip(&s) {
+        assert_eq!(l, l2);
+        let what = format!("sim predicting vm, {l} {lay} {rw} while rebuilding");
+        if l == "raid10" {
+            assert!(
+                *b <= a * 1.6 && *b >= a * 0.85,
+                "{what}: {b:.1} IOPS, the guest's {a:.1}"
+            );
+        } else {
+            within(&what, *b, *a, 0.15);
+        }
+    }
 }
 
 /// raid10 created and tested at once: the real kernel resyncs under the workload (since

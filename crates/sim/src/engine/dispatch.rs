@@ -271,6 +271,7 @@ impl<D: Member> Engine<D> {
                         *b += resync::STEP;
                     }
                 }
+                self.lower_barrier();
                 self.resync.as_mut().expect("resync").complete(now);
                 self.resync_pump();
                 return;
@@ -317,6 +318,9 @@ impl<D: Member> Engine<D> {
             if let Some(s) = self.lat_per_sec.get_mut(sec) {
                 s[host.write as usize] += lat;
             }
+        }
+        if self.barrier_applies() {
+            self.barrier_host_done();
         }
         self.issue(host.slot);
     }

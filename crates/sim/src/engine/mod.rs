@@ -322,6 +322,23 @@ struct Blocked {
     end: u64,
 }
 
+/// raid10's resync barrier. md raid10 has one barrier for the whole array (raid1's is
+/// split in 64 MiB buckets since Linux 4.11; raid10's is not): before each sync request
+/// `raise_barrier` blocks new host I/O and waits until the host I/O already inside md has
+/// completed; host I/O waits in `wait_barrier` until every sync request holding the
+/// barrier completed. Under load the sync and the workload take turns on the whole array.
+#[derive(Debug, Default)]
+struct Barrier {
+    /// Sync windows holding the barrier (raised, not yet completed).
+    raised: u32,
+    /// Host I/Os inside md (`nr_pending`).
+    pending: u32,
+    /// Host I/Os waiting at the barrier, in arrival order (`nr_waiting`).
+    held: VecDeque<u32>,
+    /// A raised window waiting for `pending` to reach 0.
+    window: Option<(u64, u64)>,
+}
+
 /// A host write waiting for the bitmap flush that covers its bits.
 #[derive(Debug, Clone, Copy)]
 struct BitmapWait {
@@ -395,6 +412,10 @@ pub struct Engine<D> {
     bitmap_waiting: Vec<BitmapWait>,
     /// md's initial resync or recovery, when one runs during the workload.
     resync: Option<Resync>,
+    /// raid10's resync barrier (`raise_barrier` / `wait_barrier` in `raid10.c`): sync
+    /// windows holding it, host I/Os inside md, host I/Os held at the barrier, and a
+    /// window waiting for the host I/Os inside to drain before it goes to the members.
+    barrier: Barrier,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -572,6 +593,7 @@ impl<D: Member> Engine<D> {
             bitmap,
             bitmap_waiting: Vec::new(),
             resync,
+            barrier: Barrier::default(),
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),

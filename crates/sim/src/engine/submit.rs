@@ -93,11 +93,26 @@ impl<D: Member> Engine<D> {
             remaining: 0,
         });
         self.array_ios[write as usize] += 1;
+        if self.barrier_applies() {
+            if self.barrier.raised > 0 {
+                self.barrier.held.push_back(host);
+                return;
+            }
+            self.barrier.pending += 1;
+        }
+        self.enter_md(host);
+    }
+
+    /// A host I/O past raid10's barrier (or on any other level): its bitmap bits, then
+    /// its member commands.
+    pub(super) fn enter_md(&mut self, host: u32) {
+        let h = self.hosts.get(host);
+        let (write, offset, len) = (h.write, h.offset, h.len);
         if write && self.bitmap.is_some() {
-            self.bitmap_write(host, offset, self.bs);
+            self.bitmap_write(host, offset, len);
             return;
         }
-        self.dispatch(host, write, offset, self.bs);
+        self.dispatch(host, write, offset, len);
     }
 
     // ------------------------------------------------------------ initial resync
