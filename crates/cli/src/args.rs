@@ -64,6 +64,10 @@ pub enum Command {
     /// The probability that a layout loses data over the years: a seeded Monte Carlo over
     /// member lifetimes (Weibull), rebuilds and read errors, with MTTDL beside it.
     Risk(RiskArgs),
+    /// Which layout, on these disks, for these workloads: every md layout simulated healthy,
+    /// degraded and rebuilding, cut by your constraints, ranked, with the commands to build
+    /// the pick.
+    Advise(Box<AdviseArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -427,6 +431,90 @@ pub struct RiskArgs {
     pub trials: u64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  raidlab advise --disks 8 --disk hdd-7200-16t-2019 \\\n      --workload randrw:4k:qd16:70 --workload read:1m:qd32 \\\n      --min-usable 80t --min-failures 2 --years 5"
+)]
+pub struct AdviseArgs {
+    /// Disk counts to consider: a count (8), a list (6,8,12) or a range (6-12).
+    #[arg(long, default_value = "8")]
+    pub disks: String,
+    /// The disk model: a preset (`raidlab disks --models`) or a model file.
+    #[arg(long, default_value = "hdd-7200-16t-2019")]
+    pub disk: String,
+    /// A workload as rw:bs:qdN[:read%], e.g. randwrite:4k:qd16, read:1m:qd32,
+    /// randrw:4k:qd16:70 (repeatable; layouts are ranked over all of them).
+    #[arg(long = "workload", required = true, value_parser = parsed::<raidlab_advise::WorkloadSpec>)]
+    pub workloads: Vec<raidlab_advise::WorkloadSpec>,
+    /// Usable capacity at least this, e.g. 80t (sizes count in 1024s, as fio's: 80t = 80 TiB).
+    #[arg(long, value_parser = parsed::<Bytes>)]
+    pub min_usable: Option<Bytes>,
+    /// Member failures the array must survive in the worst case (two in one raid10 mirror
+    /// pair lose data, so raid10 n2 survives 1); 0 lets raid0 in.
+    #[arg(long, default_value_t = 1)]
+    pub min_failures: u32,
+    /// A whole member's rebuild under the workload at most this long, e.g. 48h.
+    #[arg(long, value_parser = parsed::<Nanos>)]
+    pub max_rebuild: Option<Nanos>,
+    /// Probability of losing data over the mission at most this, e.g. 1% or 0.01.
+    #[arg(long, value_parser = share)]
+    pub max_loss: Option<f64>,
+    /// Performance with a member gone at least this share of healthy, e.g. 50% or 0.5.
+    #[arg(long, value_parser = share)]
+    pub min_degraded: Option<f64>,
+    /// Mission time in years (for the probability of losing data).
+    #[arg(long, default_value_t = 5.0)]
+    pub years: f64,
+    /// Chunk sizes to consider, comma-separated.
+    #[arg(long, default_value = "64k,128k,512k", value_delimiter = ',')]
+    pub chunks: Vec<String>,
+    /// The test region of each workload (a file of this size on the array).
+    #[arg(long, default_value = "100g")]
+    pub size: String,
+    /// Simulated time of each case.
+    #[arg(long, default_value = "10s")]
+    pub runtime: String,
+    /// The kernel whose md rebuild governor paces a rebuild under load: 6.16, 6.15 or 4.0.
+    #[arg(long, default_value = "6.16")]
+    pub kernel: String,
+    /// The file system of the printed commands and the plan file.
+    #[arg(long, default_value = "xfs")]
+    pub filesystem: String,
+    /// Output: table, md or json (json lists every candidate with its figures).
+    #[arg(long, default_value = "table", value_parser = ["table", "md", "json"])]
+    pub format: String,
+    /// Kept candidates shown in the table.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+    /// Write a plan file of the top pick here (healthy, degraded and rebuilding under the
+    /// workloads), to check it with `raidlab run … --target host`.
+    #[arg(long)]
+    pub plan_out: Option<PathBuf>,
+    /// Where simulated figures are cached [default: $XDG_CACHE_HOME/raidlab/advise or
+    /// ~/.cache/raidlab/advise].
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Simulate everything again, without reading or writing the cache.
+    #[arg(long, conflicts_with = "cache")]
+    pub no_cache: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A share: `50%` or `0.5`.
+fn share(s: &str) -> Result<f64, String> {
+    let v = match s.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => s.trim().parse::<f64>(),
+    };
+    v.ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("{s:?}: write a share from 0 to 1, or a percentage (50%)"))
 }
 
 #[derive(Debug, Args)]

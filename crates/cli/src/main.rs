@@ -1,6 +1,7 @@
 //! The `raidlab` binary: parse the command line, dispatch, print errors as a user can act
 //! on them. Each subcommand lives in its own module; the crates below do the work.
 
+mod advise;
 mod args;
 mod calibrate;
 mod compare;
@@ -51,6 +52,7 @@ fn run_cli() -> Result<()> {
         Command::Import(a) => import::import(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Risk(a) => risk::risk(a),
+        Command::Advise(a) => advise::advise(a),
         Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
         Command::Cleanup(a) => host::cleanup(a),

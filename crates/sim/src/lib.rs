@@ -140,6 +140,8 @@ pub const REBUILD_SAMPLES: u32 = 8;
 /// window measured.
 const SAMPLE_RAMP: Nanos = Nanos(1_000_000_000);
 const SAMPLE_WINDOW: Nanos = Nanos(5_000_000_000);
+/// The longest a sample window grows when nothing of the sync completed in a shorter one.
+const SAMPLE_LONGEST: Nanos = Nanos(80_000_000_000);
 
 /// How long the recovery of a whole member (the model's capacity) takes, loaded (`idle`
 /// false: the case's workload runs throughout) or idle: md's speed measured in a short run
@@ -157,18 +159,28 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
     let part = capacity / REBUILD_SAMPLES as u64;
     let mut seconds = 0.0;
     for k in 0..REBUILD_SAMPLES as u64 {
-        let run = run_engine(
-            &sample,
-            &model,
-            seed ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
-            Runs {
-                member: capacity,
-                rebuild_from: k * part + part / 2,
-                idle,
-            },
-        );
-        let sync = run.sync.expect("a rebuilding case recovers");
-        let rate = sync.measured as f64 / sync.window.as_secs_f64();
+        // Under heavy load a window may pass before the first sync request completes
+        // (an elevator's write deadline is 5 s): sample longer then, up to a minute.
+        let mut window = SAMPLE_WINDOW;
+        let rate = loop {
+            sample.workload.runtime = window;
+            let run = run_engine(
+                &sample,
+                &model,
+                seed ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
+                Runs {
+                    member: capacity,
+                    rebuild_from: k * part + part / 2,
+                    idle,
+                },
+            );
+            let sync = run.sync.expect("a rebuilding case recovers");
+            let rate = sync.measured as f64 / sync.window.as_secs_f64();
+            if rate > 0.0 || window >= SAMPLE_LONGEST {
+                break rate;
+            }
+            window = Nanos(window.0 * 4);
+        };
         if rate <= 0.0 {
             return Ok(None);
         }

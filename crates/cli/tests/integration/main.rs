@@ -2,6 +2,7 @@
 //! area. Tests run in parallel and share the machine (`raidlab_testkit::shared`), except the
 //! VM boots, which measure real time and take it alone (`raidlab_testkit::exclusive`).
 
+mod advise;
 mod calibrate;
 mod cli;
 mod host;

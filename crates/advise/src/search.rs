@@ -1,0 +1,200 @@
+//! The search space: every md layout a user could build on the disk counts asked, with
+//! the chunk sizes asked where the level has chunks, and each case of a candidate as the
+//! plan reader would make it (so a candidate is exactly what a plan file would run).
+
+use crate::{AdviseError, Need, WorkloadSpec};
+use raidlab_core::{ArrayState, Case, Check, Plan, PlanBuilder, TargetKind};
+use std::path::Path;
+
+/// One layout: md level, its layout (raid10's copies, raid5/6's parity algorithm) and
+/// chunk, on `disks` members.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Candidate {
+    pub disks: u32,
+    pub level: String,
+    pub layout: Option<String>,
+    pub chunk: Option<String>,
+}
+
+/// raid10's layouts: two copies near, far and offset, and three near.
+const RAID10_LAYOUTS: [&str; 4] = ["n2", "f2", "o2", "n3"];
+/// raid5/6's parity algorithms (md's default first).
+const PARITY_LAYOUTS: [&str; 4] = [
+    "left-symmetric",
+    "left-asymmetric",
+    "right-symmetric",
+    "right-asymmetric",
+];
+
+/// Every candidate for `need`, disk count by disk count.
+pub fn candidates(need: &Need) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for &n in &need.disks {
+        let c = |level: &str, layout: Option<&str>, chunk: Option<&String>| Candidate {
+            disks: n,
+            level: level.to_string(),
+            layout: layout.map(str::to_string),
+            chunk: chunk.cloned(),
+        };
+        for chunk in &need.chunks {
+            out.push(c("raid0", None, Some(chunk)));
+        }
+        out.push(c("raid1", None, None));
+        for layout in RAID10_LAYOUTS {
+            let copies: u32 = layout[1..].parse().expect("a copy count");
+            if n >= copies {
+                for chunk in &need.chunks {
+                    out.push(c("raid10", Some(layout), Some(chunk)));
+                }
+            }
+        }
+        for (level, min) in [("raid5", 3), ("raid6", 4)] {
+            if n >= min {
+                for layout in PARITY_LAYOUTS {
+                    for chunk in &need.chunks {
+                        out.push(c(level, Some(layout), Some(chunk)));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Candidate {
+    /// `raid10 f2 512k × 8`.
+    pub fn label(&self) -> String {
+        let mut s = self.level.clone();
+        if let Some(l) = self.layout.as_deref().filter(|l| *l != "left-symmetric") {
+            s.push(' ');
+            s.push_str(l);
+        }
+        if let Some(c) = &self.chunk {
+            s.push(' ');
+            s.push_str(c);
+        }
+        format!("{s} × {}", self.disks)
+    }
+
+    /// Whether the level keeps working with a member gone (degraded and rebuilding
+    /// states exist for it).
+    pub fn redundant(&self) -> bool {
+        self.level != "raid0"
+    }
+
+    /// The plan of this candidate under `w` in `state` (one case), as a plan file would
+    /// write it.
+    pub fn plan(
+        &self,
+        need: &Need,
+        w: &WorkloadSpec,
+        state: ArrayState,
+        filesystem: &str,
+    ) -> PlanBuilder {
+        let mut b = Plan::builder("advise");
+        b.disks("count", self.disks)
+            .disks("model", need.disk.as_str());
+        b.array("level", self.level.as_str())
+            .array("filesystem", filesystem)
+            .array("state", state.to_string());
+        if let Some(l) = &self.layout {
+            b.array("layout", l.as_str());
+        }
+        if let Some(c) = &self.chunk {
+            b.array("chunk", c.as_str());
+        }
+        if state == ArrayState::Rebuilding {
+            b.array("kernel", need.kernel.as_str());
+        }
+        b.workload("rw", w.rw.as_str())
+            .workload("bs", w.bs.as_str())
+            .workload("iodepth", w.iodepth)
+            .workload("size", need.size.as_str())
+            .workload("runtime", need.runtime.as_str());
+        if let Some(m) = w.rwmixread {
+            b.workload("rwmixread", m as u32);
+        }
+        b
+    }
+
+    /// The one case of [`Candidate::plan`], checked as the simulator would check a plan.
+    pub fn case(
+        &self,
+        need: &Need,
+        w: &WorkloadSpec,
+        state: ArrayState,
+    ) -> Result<Case, AdviseError> {
+        let plan = self
+            .plan(need, w, state, "none")
+            .build(Path::new("<advise>"))
+            .and_then(|p| {
+                p.check_target(TargetKind::Sim, Check::Run)?;
+                Ok(p)
+            })
+            .map_err(|e| {
+                // Name the flag the field came from, with its value.
+                let field = e.field.rsplit('.').next().unwrap_or("");
+                let flag = match field {
+                    "model" | "capacity" => "--disk",
+                    "chunk" => "--chunks",
+                    "size" => "--size",
+                    "runtime" => "--runtime",
+                    "kernel" => "--kernel",
+                    "rw" | "bs" | "iodepth" | "rwmixread" => "--workload",
+                    _ => "",
+                };
+                let value = e.value.clone().unwrap_or_default();
+                AdviseError::Plan(if flag.is_empty() {
+                    format!("{}: {}: {}", self.label(), e.field, e.message)
+                } else {
+                    format!("{flag} {}: {}", value, e.message)
+                })
+            })?;
+        Ok(plan.cases()[0].clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_space_has_every_level_layout_and_chunk_that_fits() {
+        let w: WorkloadSpec = "randwrite:4k:qd4".parse().unwrap();
+        let need = Need::new(vec![3, 8], "hdd-7200", vec![w.clone()]);
+        let c = candidates(&need);
+        let count = |n: u32, level: &str| {
+            c.iter()
+                .filter(|c| c.disks == n && c.level == level)
+                .count()
+        };
+        // 3 chunks each: raid0 3, raid1 1, raid10 n2/f2/o2/n3 12, raid5 4 × 3, raid6 4 × 3.
+        assert_eq!(
+            [
+                count(8, "raid0"),
+                count(8, "raid1"),
+                count(8, "raid10"),
+                count(8, "raid5"),
+                count(8, "raid6")
+            ],
+            [3, 1, 12, 12, 12]
+        );
+        // Three disks: no raid6, raid10 n3 fits.
+        assert_eq!(count(3, "raid6"), 0);
+        assert_eq!(count(3, "raid10"), 12);
+        // Every candidate is a valid plan for the simulator, in every state it has.
+        for cand in &c {
+            for state in [
+                ArrayState::Healthy,
+                ArrayState::Degraded,
+                ArrayState::Rebuilding,
+            ] {
+                if state != ArrayState::Healthy && !cand.redundant() {
+                    continue;
+                }
+                cand.case(&need, &w, state)
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}

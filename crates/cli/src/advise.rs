@@ -1,0 +1,104 @@
+//! `raidlab advise`: the flags become a [`raidlab_advise::Need`]; the candidates are
+//! simulated (with a progress bar and an ETA), ranked, printed, and the top pick's
+//! commands and plan file given.
+
+use crate::args::AdviseArgs;
+use anyhow::{bail, Context, Result};
+use raidlab_advise::{cache, rank, Need};
+use std::io::Write;
+
+pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
+    let disks = raidlab_advise::parse_disk_counts(&a.disks).map_err(anyhow::Error::msg)?;
+    let mut need = Need::new(disks, &a.disk, a.workloads.clone());
+    need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
+    need.size = a.size.clone();
+    need.runtime = a.runtime.clone();
+    need.kernel = a.kernel.clone();
+    need.years = a.years;
+    need.seed = a.seed;
+    if a.years.is_nan() || a.years <= 0.0 {
+        bail!("--years {}: must be above 0", a.years);
+    }
+    need.constraints = raidlab_advise::Constraints {
+        min_usable: a.min_usable,
+        min_failures: Some(a.min_failures),
+        max_rebuild_h: a.max_rebuild.map(|n| n.0 as f64 / 3.6e12),
+        max_loss: a.max_loss,
+        min_degraded: a.min_degraded,
+    };
+    need.cache = if a.no_cache {
+        None
+    } else {
+        a.cache.clone().or_else(cache::default_dir)
+    };
+    let candidates = raidlab_advise::candidates(&need);
+    // Every candidate must be a plan the simulator takes: the first one that is not
+    // names the flag to change (a bad --disk, --chunks, --size, --kernel).
+    for c in &candidates {
+        for w in &need.workloads {
+            c.case(&need, w, raidlab_core::ArrayState::Healthy)?;
+        }
+    }
+    let pb = crate::progress::bar(0, a.quiet || a.format == "json");
+    pb.set_message(format!("{} layouts", candidates.len()));
+    let progress = |done: usize, total: usize| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    };
+    let evals = raidlab_advise::evaluate_all(&need, &candidates, &progress)?;
+    pb.finish_and_clear();
+    let advice = rank::rank(&need, evals);
+    // Surviving one failure is the default, not a choice the user made.
+    let constrained = a.min_usable.is_some()
+        || a.min_failures != 1
+        || a.max_rebuild.is_some()
+        || a.max_loss.is_some()
+        || a.min_degraded.is_some();
+    let mut out = std::io::stdout().lock();
+    match a.format.as_str() {
+        "json" => {
+            serde_json::to_writer_pretty(&mut out, &advice)?;
+            writeln!(out)?;
+        }
+        "md" => write!(out, "{}", advice.markdown(a.top, constrained))?,
+        _ => write!(out, "{}", advice.table(a.top, constrained))?,
+    }
+    let Some(top) = advice.top() else {
+        if a.format != "json" {
+            writeln!(
+                out,
+                "\nNo layout meets every constraint: loosen the one that cut the most (above)."
+            )?;
+        }
+        return Ok(());
+    };
+    if a.format != "json" {
+        writeln!(
+            out,
+            "\nTop pick: {} — {}",
+            top.eval.candidate.label(),
+            top.reason
+        )?;
+        writeln!(
+            out,
+            "Build it (DISK=(…) your {} disks, by id):",
+            top.eval.candidate.disks
+        )?;
+        for line in rank::commands(&need, top, &a.filesystem) {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    if let Some(path) = &a.plan_out {
+        std::fs::write(path, rank::plan_file(&need, top, &a.filesystem))
+            .with_context(|| format!("writing the plan file {}", path.display()))?;
+        if a.format != "json" {
+            writeln!(
+                out,
+                "Plan to check it: {} (add your devices, then raidlab run {} --target host)",
+                path.display(),
+                path.display()
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,220 @@
+//! `raidlab advise` as a user runs it: eight 16 TB disks, random 4 KiB writes.
+
+use raidlab_testkit::raidlab;
+use serde_json::Value;
+use std::path::Path;
+
+/// `advise … --format json` with the cache in `cache`: the entries.
+fn advise(cache: &Path, extra: &[&str]) -> Vec<Value> {
+    let out = raidlab()
+        .args([
+            "advise",
+            "--disks",
+            "8",
+            "--disk",
+            "hdd-7200-16t-2019",
+            "--workload",
+            "randwrite:4k:qd16",
+            "--chunks",
+            "512k",
+            "--runtime",
+            "5s",
+            "--format",
+            "json",
+            "--cache",
+        ])
+        .arg(cache)
+        .args(extra)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    v["entries"].as_array().unwrap().clone()
+}
+
+fn kept(entries: &[Value]) -> Vec<&Value> {
+    entries.iter().filter(|e| e["verdict"] == "kept").collect()
+}
+
+fn label(e: &Value) -> String {
+    let c = &e["candidate"];
+    format!(
+        "{} {}",
+        c["level"].as_str().unwrap(),
+        c["layout"].as_str().unwrap_or("")
+    )
+}
+
+/// The test: surviving two failures never proposes raid0, raid5 or two-copy raid10
+/// on 8 disks (two failures in one mirror pair lose data), and says so for each; asking
+/// for more capacity than raid10 gives cuts every raid10 by that constraint. The second
+/// run reads the first's simulated figures from the cache.
+#[test]
+fn advise_respects_failures_and_capacity_and_says_what_cut_what() {
+    let _machine = raidlab_testkit::shared();
+    let cache = tempfile::tempdir().unwrap();
+    let entries = advise(cache.path(), &["--min-failures", "2"]);
+    let first = kept(&entries);
+    assert!(!first.is_empty());
+    for e in &first {
+        let l = label(e);
+        assert!(
+            !(l.starts_with("raid0")
+                || l.starts_with("raid5")
+                || ["raid10 n2", "raid10 f2", "raid10 o2"].contains(&l.as_str())),
+            "kept {l} with --min-failures 2"
+        );
+        assert!(e["tolerance"].as_u64().unwrap() >= 2, "{e}");
+        assert!(e["healthy"][0].as_f64().unwrap() > 0.0, "{e}");
+        // A probability with its interval (an eight-way mirror may lose nothing in 10⁵
+        // trials: its bound is still above 0), and a rebuild of a 16 TB member that takes
+        // hours.
+        let (loss, upper) = (
+            e["loss"].as_f64().unwrap(),
+            e["loss_interval"][1].as_f64().unwrap(),
+        );
+        assert!(loss < 0.5 && upper > loss, "{e}");
+        assert!(e["rebuild_h"].as_f64().unwrap() > 10.0, "{e}");
+    }
+    let cut_n2 = entries
+        .iter()
+        .find(|e| label(e) == "raid10 n2")
+        .expect("raid10 n2 was a candidate");
+    assert_eq!(cut_n2["verdict"], "cut");
+    assert!(
+        cut_n2["by"]
+            .as_str()
+            .unwrap()
+            .starts_with("--min-failures 2: survives 1"),
+        "{cut_n2}"
+    );
+    // Ranks start at 1 and never go down the list.
+    let ranks: Vec<u64> = first.iter().map(|e| e["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks[0], 1);
+    assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{ranks:?}");
+
+    // 8 × 16 TB: raid10 n2 gives 58.2 TiB, raid6 87.3 TiB.
+    let entries = advise(cache.path(), &["--min-usable", "60t"]);
+    let raid10: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["candidate"]["level"] == "raid10")
+        .collect();
+    assert_eq!(raid10.len(), 4, "n2, f2, o2, n3");
+    for e in raid10 {
+        assert!(e["by"].as_str().unwrap().starts_with("--min-usable"), "{e}");
+    }
+    assert!(kept(&entries)
+        .iter()
+        .any(|e| e["candidate"]["level"] == "raid6"));
+}
+
+/// The table names the top pick with the commands that build it, and the plan file it
+/// writes runs as it stands (here on the simulator: healthy, degraded and rebuilding).
+#[test]
+fn advise_prints_the_pick_its_commands_and_a_plan_that_runs() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("pick.toml");
+    let out = raidlab()
+        .args([
+            "advise",
+            "--disks",
+            "6",
+            "--disk",
+            "hdd-7200",
+            "--workload",
+            "randread:4k:qd8",
+            "--workload",
+            "write:1m:qd4",
+            "--chunks",
+            "512k",
+            "--runtime",
+            "5s",
+            "--size",
+            "10g",
+            "--min-failures",
+            "2",
+            "--no-cache",
+            "--plan-out",
+        ])
+        .arg(&plan)
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("randread:4k:qd8 IOPS") && text.contains("write:1m:qd4 MiB/s"),
+        "{text}"
+    );
+    let top = text
+        .lines()
+        .find(|l| l.starts_with("Top pick: "))
+        .expect(&text);
+    assert!(
+        top.contains("raid6") || top.contains("raid10 n3") || top.contains("raid1 "),
+        "{top}"
+    );
+    assert!(text.contains("mdadm --create /dev/md/raidlab"), "{text}");
+    assert!(
+        text.contains("Cut (") && text.contains("--min-failures 2: survives 1"),
+        "{text}"
+    );
+    let results = dir.path().join("results");
+    raidlab()
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "-q",
+            "--out",
+            results.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let csv = raidlab()
+        .args([
+            "report",
+            results.to_str().unwrap(),
+            "--format",
+            "csv",
+            "-o",
+            "-",
+        ])
+        .assert()
+        .success();
+    let csv = String::from_utf8(csv.get_output().stdout.clone()).unwrap();
+    for state in ["healthy", "degraded", "rebuilding"] {
+        assert_eq!(
+            csv.matches(&format!(",{state},")).count(),
+            2,
+            "{state}: {csv}"
+        );
+    }
+}
+
+/// Bad flags say which, with the value and what to write.
+#[test]
+fn advise_refuses_bad_flags_clearly() {
+    let _machine = raidlab_testkit::shared();
+    for (args, says) in [
+        (&["--workload", "randread:4k"][..], "rw:bs:qdN"),
+        (
+            &["--workload", "randread:4k:qd4", "--disks", "1"],
+            "--disks \"1\"",
+        ),
+        (
+            &["--workload", "randread:4k:qd4", "--max-loss", "150%"],
+            "a share from 0 to 1",
+        ),
+        (
+            &["--workload", "randread:4k:qd4", "--disk", "no-such-disk"],
+            "no-such-disk",
+        ),
+    ] {
+        let out = raidlab()
+            .arg("advise")
+            .args(args)
+            .args(["--no-cache"])
+            .assert()
+            .failure();
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
