@@ -128,6 +128,8 @@ pub struct Need {
     /// The test region and the simulated time of each case.
     pub size: String,
     pub runtime: String,
+    /// The runtime of each case in the plan file of the pick (a run on real disks).
+    pub plan_runtime: String,
     /// The kernel whose md rebuild governor paces a loaded rebuild.
     pub kernel: String,
     pub years: f64,
@@ -147,6 +149,7 @@ impl Need {
             chunks: vec!["64k".into(), "128k".into(), "512k".into()],
             size: "100g".into(),
             runtime: "10s".into(),
+            plan_runtime: "60s".into(),
             kernel: "6.16".into(),
             years: raidlab_risk::DEFAULT_YEARS,
             constraints: Constraints::default(),

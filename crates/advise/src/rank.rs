@@ -504,8 +504,8 @@ pub fn plan_file(need: &Need, e: &Entry, filesystem: &str) -> String {
     for w in &need.workloads {
         let _ = writeln!(
             s,
-            "\n[[workloads]]\nrw = {:?}\nbs = {:?}\niodepth = {}\nsize = {:?}\nruntime = \"60s\"",
-            w.rw, w.bs, w.iodepth, need.size
+            "\n[[workloads]]\nrw = {:?}\nbs = {:?}\niodepth = {}\nsize = {:?}\nruntime = {:?}",
+            w.rw, w.bs, w.iodepth, need.size, need.plan_runtime
         );
         if let Some(m) = w.rwmixread {
             let _ = writeln!(s, "rwmixread = {m}");

@@ -13,6 +13,7 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
     need.size = a.size.clone();
     need.runtime = a.runtime.clone();
+    need.plan_runtime = a.plan_runtime.clone();
     need.kernel = a.kernel.clone();
     need.years = a.years;
     need.seed = a.seed;

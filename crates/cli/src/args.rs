@@ -488,6 +488,9 @@ pub struct AdviseArgs {
     /// Kept candidates shown in the table.
     #[arg(long, default_value_t = 15)]
     pub top: usize,
+    /// The runtime of each case in the plan file (on real disks).
+    #[arg(long, default_value = "60s")]
+    pub plan_runtime: String,
     /// Write a plan file of the top pick here (healthy, degraded and rebuilding under the
     /// workloads), to check it with `raidlab run … --target host`.
     #[arg(long)]

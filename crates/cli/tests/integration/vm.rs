@@ -505,6 +505,74 @@ fn md_rebuild_in_one_boot() {
     }
 }
 
+/// `raidlab advise` on the VM lab's own disks (four 75-IOPS members): the plan file it
+/// writes for its pick runs in the real kernel, healthy, degraded and rebuilding, and md
+/// builds the array with exactly the `mdadm --create` line advise printed.
+#[test]
+fn advise_pick_builds_in_the_real_kernel() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("pick.toml");
+    let o = raidlab(&[
+        "advise",
+        "--disks",
+        "4",
+        "--disk",
+        "throttle-75",
+        "--workload",
+        "randread:4k:qd4",
+        "--chunks",
+        "64k",
+        "--size",
+        "64m",
+        "--runtime",
+        "5s",
+        "--plan-runtime",
+        "5s",
+        "--filesystem",
+        "none",
+        "--no-cache",
+        "--plan-out",
+        plan.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let printed = String::from_utf8_lossy(&o.stdout).to_string();
+    let create = printed
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("mdadm --create"))
+        .unwrap_or_else(|| panic!("no mdadm line: {printed}"));
+    // The line up to its members (placeholders in the printout, the guest's disks there).
+    let options = &create[..create.find(" \"${DISK[0]}\"").expect("members")];
+    let out = tmp.path().join("vm");
+    let o = raidlab(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--target",
+        "vm",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.matches(options).count() >= 3,
+        "the guest ran `{options}` for each state: {printed}"
+    );
+    let mut states: Vec<String> = rows(&out)
+        .iter()
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .collect();
+    states.sort();
+    assert_eq!(states, ["degraded", "healthy", "rebuilding"], "{printed}");
+}
+
 /// raid10 created and tested at once: the real kernel resyncs under the workload (since
 /// Linux 4.1 it does not back off to `speed_limit_min`), the workload pays for it, and
 /// the simulator's resync model predicts what it pays.
