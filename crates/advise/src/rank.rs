@@ -10,10 +10,9 @@ use crate::{Constraints, Need};
 use raidlab_core::ArrayState;
 use std::fmt::Write;
 
-/// Score differences below this are ties: the simulator's figures move by up to about 3 %
-/// from seed to seed on these workloads (docs/advise.md), so a smaller difference says
-/// nothing about which layout is faster.
-pub const TIE: f64 = 0.05;
+/// Score differences below this share are ties (the simulator's seed-to-seed spread is
+/// under half of it: docs/advise.md).
+pub use raidlab_core::stats::TIE;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]

@@ -3,6 +3,12 @@
 //!
 //! Kept here, not in the report, because the simulator's tests and the model use them too.
 
+/// Differences smaller than this share of the larger figure are ties, never a "best": the
+/// simulator's figures move by up to 2.7 % from seed to seed (docs/advise.md measures it),
+/// so a smaller difference says nothing about which layout is faster. `raidlab advise` and
+/// the report's summary both use it.
+pub const TIE: f64 = 0.05;
+
 /// Median of the values (NaN-free input); `None` when empty.
 pub fn median(values: &[f64]) -> Option<f64> {
     percentile(values, 50.0)

@@ -6,6 +6,7 @@
 use crate::axis::{sweep, Dim, Metric};
 use crate::row::{Row, TABLE_HEADINGS};
 use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
+use raidlab_core::stats::TIE;
 use raidlab_core::{Bytes, Headline};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -320,18 +321,36 @@ fn all_cases(s: &mut String, rows: &[Row]) {
     }
 }
 
-/// Which layout wins each workload, what it costs in capacity, how it compares with the
-/// model, and the cheapest layout within 10 % of the winner.
+/// What each workload's healthy arrays trade: the fastest that survives a failed disk
+/// (differences inside [`TIE`] are ties, named together, never a "best"), the layout with
+/// the most capacity within 10 % of it, and a faster layout without redundancy only as what
+/// it gives up. Degraded and rebuilding arrays are in the failures section, not here. The
+/// report has no constraints to rank against (`raidlab advise` takes them), so this is the
+/// trade-off, not a verdict.
 fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
+    /// The highest headline among `rows`, and every row within [`TIE`] of it, fastest
+    /// first.
+    fn fastest<'a>(rows: &[&'a Row]) -> Option<(f64, Vec<&'a Row>)> {
+        let top = rows.iter().map(|r| headline(r).0).fold(f64::NAN, f64::max);
+        if top.is_nan() {
+            return None;
+        }
+        let mut tied: Vec<&Row> = rows
+            .iter()
+            .copied()
+            .filter(|r| headline(r).0 >= top * (1.0 - TIE))
+            .collect();
+        tied.sort_by(|a, b| headline(b).0.total_cmp(&headline(a).0));
+        Some((top, tied))
+    }
     s.push_str("<h2>Summary</h2><ul>");
     for (key, rs) in groups {
-        let Some(best) = rs
+        let healthy: Vec<&Row> = rs
             .iter()
-            .max_by(|a, b| headline(a).0.total_cmp(&headline(b).0))
-        else {
-            continue;
-        };
-        let (v, unit) = headline(best);
+            .copied()
+            .filter(|r| r.state.as_deref().is_none_or(|st| st == "healthy"))
+            .collect();
+
         let cap = |r: &Row| {
             r.usable_fraction
                 .map(|f| {
@@ -343,34 +362,100 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
                 })
                 .unwrap_or_default()
         };
-        let model = best
-            .deviation
-            .map(|d| format!(" ({} against the model)", crate::row::signed_pct(d)))
-            .unwrap_or_default();
-        let _ = write!(
-            s,
-            "<li><b>{}</b>: best is <b>{}</b> with {:.1} {unit}{}{model}.",
-            esc(key),
-            esc(&best.array_label),
-            v,
-            cap(best)
-        );
-        let thrifty = rs
+        let model = |r: &Row| {
+            r.deviation
+                .map(|d| format!(" ({} against the model)", crate::row::signed_pct(d)))
+                .unwrap_or_default()
+        };
+        let unit = healthy.first().map_or("", |r| headline(r).1);
+        let names = |rows: &[&Row]| -> String {
+            rows.iter()
+                .map(|r| format!("<b>{}</b> ({:.1})", esc(&r.array_label), headline(r).0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // Imported results know nothing of redundancy: their fastest is only the fastest.
+        let known = healthy.iter().any(|r| r.fault_tolerance.is_some());
+        let safe: Vec<&Row> = healthy
             .iter()
-            .filter(|r| headline(r).0 >= 0.9 * v && r.usable_fraction.is_some())
-            .max_by(|a, b| {
-                a.usable_fraction
-                    .unwrap_or(0.0)
-                    .total_cmp(&b.usable_fraction.unwrap_or(0.0))
-            });
-        if let Some(t) = thrifty.filter(|t| t.usable_fraction > best.usable_fraction) {
-            let _ = write!(
-                s,
-                " Within 10 %: <b>{}</b> ({:.1} {unit}{}).",
-                esc(&t.array_label),
-                headline(t).0,
-                cap(t)
-            );
+            .copied()
+            .filter(|r| !known || r.fault_tolerance.unwrap_or(0) > 0)
+            .collect();
+        let _ = write!(s, "<li><b>{}</b>: ", esc(key));
+        match fastest(&safe) {
+            Some((v, tied)) if tied.len() > 1 => {
+                let _ = write!(
+                    s,
+                    "{} {} tie within {:.0} % (the noise between runs), led by {:.1} {unit}{}.",
+                    if known {
+                        "surviving a failed disk,"
+                    } else {
+                        ""
+                    },
+                    names(&tied),
+                    TIE * 100.0,
+                    v,
+                    cap(tied[0])
+                );
+            }
+            Some((v, tied)) => {
+                let _ = write!(
+                    s,
+                    "{} <b>{}</b> with {:.1} {unit}{}{}.",
+                    if known {
+                        "the fastest that survives a failed disk is"
+                    } else {
+                        "the fastest is"
+                    },
+                    esc(&tied[0].array_label),
+                    v,
+                    cap(tied[0]),
+                    model(tied[0])
+                );
+            }
+            None => {
+                let _ = write!(s, "no layout here survives a failed disk.");
+            }
+        }
+        if let Some((v, tied)) = fastest(&safe) {
+            let thrifty = safe
+                .iter()
+                .filter(|r| headline(r).0 >= 0.9 * v && r.usable_fraction.is_some())
+                .max_by(|a, b| {
+                    a.usable_fraction
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.usable_fraction.unwrap_or(0.0))
+                });
+            if let Some(t) =
+                thrifty.filter(|t| tied.iter().all(|b| t.usable_fraction > b.usable_fraction))
+            {
+                let _ = write!(
+                    s,
+                    " Within 10 %, more capacity: <b>{}</b> ({:.1} {unit}{}).",
+                    esc(&t.array_label),
+                    headline(t).0,
+                    cap(t)
+                );
+            }
+        }
+        // A faster array without redundancy is a trade, named with what it gives up.
+        let unsafe_rows: Vec<&Row> = healthy
+            .iter()
+            .copied()
+            .filter(|r| known && r.fault_tolerance == Some(0))
+            .collect();
+        if let (Some((u, fast)), best_safe) = (
+            fastest(&unsafe_rows),
+            fastest(&safe).map_or(0.0, |(v, _)| v),
+        ) {
+            if u > best_safe * (1.0 + TIE) {
+                let _ = write!(
+                    s,
+                    " Faster without redundancy: <b>{}</b> ({:.1} {unit}), which any failed disk destroys.",
+                    esc(&fast[0].array_label),
+                    u
+                );
+            }
         }
         s.push_str("</li>");
     }
@@ -525,5 +610,62 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
             );
         }
         s.push_str("</details>");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, iops: f64, tolerance: u32, usable: f64, state: &str) -> Row {
+        Row {
+            array_label: label.into(),
+            rw: "randwrite".into(),
+            bs: 4096,
+            write_iops: Some(iops),
+            fault_tolerance: Some(tolerance),
+            usable_fraction: Some(usable),
+            state: Some(state.into()),
+            ..Row::default()
+        }
+    }
+
+    fn text(rows: &[Row]) -> String {
+        let mut groups = BTreeMap::new();
+        groups.insert("randwrite".to_string(), rows.iter().collect::<Vec<_>>());
+        let mut s = String::new();
+        summary(&mut s, &groups);
+        s
+    }
+
+    /// raid0 is never the summary's pick: the fastest array that survives a failed disk
+    /// is, and raid0 is named as the trade it is; arrays within 5 % of each other are a
+    /// tie, named together; a degraded array's figure is not a candidate.
+    #[test]
+    fn the_summary_shows_the_trade_off_with_ties() {
+        let s = text(&[
+            row("raid0", 400.0, 0, 1.0, "healthy"),
+            row("raid10 n2", 216.0, 1, 0.5, "healthy"),
+            row("raid5", 114.0, 1, 0.83, "healthy"),
+            row("raid10 n2", 900.0, 1, 0.5, "degraded"),
+        ]);
+        assert!(
+            s.contains("the fastest that survives a failed disk is <b>raid10 n2</b> with 216.0"),
+            "{s}"
+        );
+        assert!(
+            s.contains("Faster without redundancy: <b>raid0</b> (400.0"),
+            "{s}"
+        );
+        assert!(!s.contains("best"), "{s}");
+        let s = text(&[
+            row("raid6 a", 300.0, 2, 0.75, "healthy"),
+            row("raid6 b", 290.0, 2, 0.75, "healthy"),
+            row("raid10 n2", 200.0, 1, 0.5, "healthy"),
+        ]);
+        assert!(
+            s.contains("<b>raid6 a</b> (300.0), <b>raid6 b</b> (290.0) tie within 5 %"),
+            "{s}"
+        );
     }
 }
