@@ -125,6 +125,8 @@ pub struct Need {
     pub workloads: Vec<WorkloadSpec>,
     /// Chunk sizes to consider (levels with chunks).
     pub chunks: Vec<String>,
+    /// md write-intent bitmaps to consider on redundant levels: `none`, `internal`.
+    pub bitmaps: Vec<String>,
     /// The test region and the simulated time of each case.
     pub size: String,
     pub runtime: String,
@@ -147,6 +149,7 @@ impl Need {
             disk: disk.to_string(),
             workloads,
             chunks: vec!["64k".into(), "128k".into(), "512k".into()],
+            bitmaps: vec!["none".into()],
             size: "100g".into(),
             runtime: "10s".into(),
             plan_runtime: "60s".into(),

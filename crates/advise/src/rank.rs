@@ -498,6 +498,9 @@ pub fn plan_file(need: &Need, e: &Entry, filesystem: &str) -> String {
     }
     let _ = writeln!(s, "filesystem = {filesystem:?}");
     if c.redundant() {
+        let _ = writeln!(s, "bitmap = {:?}", c.bitmap);
+    }
+    if c.redundant() {
         let _ = writeln!(s, "state = [\"healthy\", \"degraded\", \"rebuilding\"]");
     }
     for w in &need.workloads {
@@ -532,6 +535,7 @@ mod tests {
                 level: level.into(),
                 layout: layout.map(str::to_string),
                 chunk: (level != "raid1").then(|| "512k".into()),
+                bitmap: "none".into(),
             },
             usable,
             tolerance: tol,

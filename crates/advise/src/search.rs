@@ -6,14 +6,16 @@ use crate::{AdviseError, Need, WorkloadSpec};
 use raidlab_core::{ArrayState, Case, Check, Plan, PlanBuilder, TargetKind};
 use std::path::Path;
 
-/// One layout: md level, its layout (raid10's copies, raid5/6's parity algorithm) and
-/// chunk, on `disks` members.
+/// One layout: md level, its layout (raid10's copies, raid5/6's parity algorithm), chunk
+/// and write-intent bitmap, on `disks` members.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Candidate {
     pub disks: u32,
     pub level: String,
     pub layout: Option<String>,
     pub chunk: Option<String>,
+    /// md's write-intent bitmap: `none` or `internal` (raid0 has none).
+    pub bitmap: String,
 }
 
 /// raid10's layouts: two copies near, far and offset, and three near.
@@ -30,11 +32,13 @@ const PARITY_LAYOUTS: [&str; 4] = [
 pub fn candidates(need: &Need) -> Vec<Candidate> {
     let mut out = Vec::new();
     for &n in &need.disks {
+        let first = out.len();
         let c = |level: &str, layout: Option<&str>, chunk: Option<&String>| Candidate {
             disks: n,
             level: level.to_string(),
             layout: layout.map(str::to_string),
             chunk: chunk.cloned(),
+            bitmap: "none".into(),
         };
         for chunk in &need.chunks {
             out.push(c("raid0", None, Some(chunk)));
@@ -57,6 +61,20 @@ pub fn candidates(need: &Need) -> Vec<Candidate> {
                 }
             }
         }
+        // Each redundant layout once per bitmap asked (md refuses one on raid0).
+        let base: Vec<Candidate> = out.drain(first..).collect();
+        for cand in base {
+            if !cand.redundant() {
+                out.push(cand);
+                continue;
+            }
+            for b in &need.bitmaps {
+                out.push(Candidate {
+                    bitmap: b.clone(),
+                    ..cand.clone()
+                });
+            }
+        }
     }
     out
 }
@@ -72,6 +90,9 @@ impl Candidate {
         if let Some(c) = &self.chunk {
             s.push(' ');
             s.push_str(c);
+        }
+        if self.bitmap != "none" {
+            s.push_str(" bitmap");
         }
         format!("{s} × {}", self.disks)
     }
@@ -103,6 +124,7 @@ impl Candidate {
         if let Some(c) = &self.chunk {
             b.array("chunk", c.as_str());
         }
+        b.array("bitmap", self.bitmap.as_str());
         if state == ArrayState::Rebuilding {
             b.array("kernel", need.kernel.as_str());
         }
@@ -137,6 +159,7 @@ impl Candidate {
                 let flag = match field {
                     "model" | "capacity" => "--disk",
                     "chunk" => "--chunks",
+                    "bitmap" => "--bitmaps",
                     "size" => "--size",
                     "runtime" => "--runtime",
                     "kernel" => "--kernel",
@@ -182,6 +205,16 @@ mod tests {
         // Three disks: no raid6, raid10 n3 fits.
         assert_eq!(count(3, "raid6"), 0);
         assert_eq!(count(3, "raid10"), 12);
+        // Both bitmaps: every redundant layout twice, raid0 once.
+        let mut both = need.clone();
+        both.bitmaps = vec!["none".into(), "internal".into()];
+        let c2 = candidates(&both);
+        assert_eq!(
+            c2.len(),
+            2 * c.len() - 3 * 2,
+            "raid0's 3 chunks × 2 disk counts once"
+        );
+        assert!(c2.iter().any(|c| c.label() == "raid6 512k bitmap × 8"));
         // Every candidate is a valid plan for the simulator, in every state it has.
         for cand in &c {
             for state in [

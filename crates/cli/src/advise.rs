@@ -11,6 +11,7 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     let disks = raidlab_advise::parse_disk_counts(&a.disks).map_err(anyhow::Error::msg)?;
     let mut need = Need::new(disks, &a.disk, a.workloads.clone());
     need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
+    need.bitmaps = a.bitmaps.iter().map(|b| b.trim().to_string()).collect();
     need.size = a.size.clone();
     need.runtime = a.runtime.clone();
     need.plan_runtime = a.plan_runtime.clone();

@@ -470,6 +470,10 @@ pub struct AdviseArgs {
     /// Chunk sizes to consider, comma-separated.
     #[arg(long, default_value = "64k,128k,512k", value_delimiter = ',')]
     pub chunks: Vec<String>,
+    /// md write-intent bitmaps to consider on redundant levels, comma-separated: none,
+    /// internal (both: every layout with and without; a bitmap costs writes, saves resyncs).
+    #[arg(long, default_value = "none", value_delimiter = ',')]
+    pub bitmaps: Vec<String>,
     /// The test region of each workload (a file of this size on the array).
     #[arg(long, default_value = "100g")]
     pub size: String,
