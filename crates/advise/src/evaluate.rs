@@ -28,8 +28,9 @@ pub struct Simulated {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Evaluation {
     pub candidate: Candidate,
-    /// Usable bytes.
+    /// Usable bytes, and the members' raw bytes.
     pub usable: u64,
+    pub raw: u64,
     /// Member failures survived in the worst case.
     pub tolerance: u32,
     pub healthy: Vec<f64>,
@@ -147,6 +148,7 @@ pub fn evaluate_all(
             Ok(Evaluation {
                 candidate: cand.clone(),
                 usable,
+                raw: member * spec.disks as u64,
                 tolerance: spec.fault_tolerance(),
                 healthy,
                 degraded,

@@ -181,7 +181,7 @@ fn kept_reason(need: &Need, e: &Evaluation, score: f64) -> String {
         "{:.0} % of the best on these workloads, {} usable ({:.0} %), survives {}",
         score * 100.0,
         tib(e.usable),
-        e.usable as f64 / (member_total(e)) * 100.0,
+        e.usable as f64 / e.raw as f64 * 100.0,
         e.tolerance
     );
     match (e.rebuild_h, e.tolerance) {
@@ -209,26 +209,6 @@ fn loss(e: &Evaluation) -> String {
     } else {
         percent(e.loss)
     }
-}
-
-/// Raw bytes of the members (usable ÷ the level's fraction), for the usable share.
-fn member_total(e: &Evaluation) -> f64 {
-    let c = &e.candidate;
-    let fraction = match c.level.as_str() {
-        "raid0" => 1.0,
-        "raid1" => 1.0 / c.disks as f64,
-        "raid5" => (c.disks - 1) as f64 / c.disks as f64,
-        "raid6" => (c.disks - 2) as f64 / c.disks as f64,
-        _ => {
-            let copies: f64 = c
-                .layout
-                .as_deref()
-                .and_then(|l| l[1..].parse().ok())
-                .unwrap_or(2.0);
-            1.0 / copies
-        }
-    };
-    e.usable as f64 / fraction
 }
 
 /// Bytes as TiB (fio's and raidlab's sizes count in powers of 1024: `80t` is 80 TiB).
@@ -538,6 +518,7 @@ mod tests {
                 bitmap: "none".into(),
             },
             usable,
+            raw: 100,
             tolerance: tol,
             healthy: vec![iops],
             degraded: vec![(tol > 0).then_some(iops / 2.0)],
