@@ -450,8 +450,8 @@ fn md_degraded_in_one_boot() {
 /// last member failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
 /// members of 75 IOPS. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
 /// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
-/// record the recovery's speed; the workload's IOPS must agree within 15 % (raid10: see
-/// below). The guest's
+/// record the recovery's speed; the workload's IOPS must agree within 15 % (raid5/6 and
+/// raid10: see below). The guest's
 /// recovery speed itself varies from boot to boot: raid1 gave 1.05 to 2.82 MiB/s over
 /// ten runs of this test (how many 64 KiB sync reads the block layer merges
 /// into one throttled request depends on the emulated CPU's timing). So the checks are
@@ -486,7 +486,8 @@ fn md_rebuild_in_one_boot() {
             );
         }
     }
-    // The workload while md recovers: within 15 %, but raid10, whose barrier makes the
+    // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6 (below), but
+    // raid10, whose barrier makes the
     // workload and the recovery take turns. The guest gave 76.6, 85.9, 84.3 and 78.2
     // IOPS; the simulator with the barrier 111.4 (without it, 162.7): 30–45 % high, held
     // within +60 % / −15 % (the guest varies from boot to boot).
@@ -499,6 +500,11 @@ fn md_rebuild_in_one_boot() {
                 *b <= a * 1.6 && *b >= a * 0.85,
                 "{what}: {b:.1} IOPS, the guest's {a:.1}"
             );
+        } else if l == "raid5" || l == "raid6" {
+            // The guest's recovery runs three to five times faster than simulated and
+            // takes that much more from the workload: the simulator comes out 1–16 % high
+            // (raid6: 111.9–122.1 IOPS in the guest over five runs, 129.4 simulated).
+            within(&what, *b, *a, 0.25);
         } else {
             within(&what, *b, *a, 0.15);
         }
