@@ -9,7 +9,15 @@ use std::io::Write;
 
 pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     let disks = raidlab_advise::parse_disk_counts(&a.disks).map_err(anyhow::Error::msg)?;
-    let mut need = Need::new(disks, &a.disk, a.workloads.clone());
+    let mut workloads = a.workloads.clone();
+    if let Some(path) = &a.workloads_from {
+        for w in plan_workloads(path)? {
+            if !workloads.contains(&w) {
+                workloads.push(w);
+            }
+        }
+    }
+    let mut need = Need::new(disks, &a.disk, workloads);
     need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
     need.bitmaps = a.bitmaps.iter().map(|b| b.trim().to_string()).collect();
     need.size = a.size.clone();
@@ -103,4 +111,32 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The distinct workloads of a plan file, as advise's compact specs. A plan whose
+/// workloads run several jobs is refused: advise simulates one job per workload.
+fn plan_workloads(path: &std::path::Path) -> Result<Vec<raidlab_advise::WorkloadSpec>> {
+    let plan = raidlab_core::Plan::load(path)?;
+    let mut out: Vec<raidlab_advise::WorkloadSpec> = Vec::new();
+    for case in plan.cases() {
+        let w = &case.workload;
+        if w.numjobs > 1 {
+            bail!(
+                "--workloads-from {}: a workload runs numjobs = {}; advise simulates one job per workload with its iodepth: set numjobs = 1 there, or give the workload as --workload rw:bs:qdN",
+                path.display(),
+                w.numjobs
+            );
+        }
+        let mixed = matches!(w.rw, raidlab_core::Rw::RandRw | raidlab_core::Rw::Rw);
+        let spec = raidlab_advise::WorkloadSpec {
+            rw: w.rw.to_string(),
+            bs: w.bs.to_fio(),
+            iodepth: w.iodepth,
+            rwmixread: mixed.then_some(w.rwmixread),
+        };
+        if !out.contains(&spec) {
+            out.push(spec);
+        }
+    }
+    Ok(out)
 }

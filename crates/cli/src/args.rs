@@ -446,8 +446,12 @@ pub struct AdviseArgs {
     pub disk: String,
     /// A workload as rw:bs:qdN[:read%], e.g. randwrite:4k:qd16, read:1m:qd32,
     /// randrw:4k:qd16:70 (repeatable; layouts are ranked over all of them).
-    #[arg(long = "workload", required = true, value_parser = parsed::<raidlab_advise::WorkloadSpec>)]
+    #[arg(long = "workload", required_unless_present = "workloads_from", value_parser = parsed::<raidlab_advise::WorkloadSpec>)]
     pub workloads: Vec<raidlab_advise::WorkloadSpec>,
+    /// Take the workloads of this plan file's [workloads] too (rw, bs, iodepth, rwmixread;
+    /// every combination its lists make).
+    #[arg(long, value_name = "PLAN")]
+    pub workloads_from: Option<PathBuf>,
     /// Usable capacity at least this, e.g. 80t (sizes count in 1024s, as fio's: 80t = 80 TiB).
     #[arg(long, value_parser = parsed::<Bytes>)]
     pub min_usable: Option<Bytes>,

@@ -218,3 +218,53 @@ fn advise_refuses_bad_flags_clearly() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `--workloads-from PLAN` takes a plan file's workloads (the 2013 seed's random 4 KiB
+/// reads and writes at QD4); a plan whose workloads run several jobs is refused with the
+/// way out.
+#[test]
+fn advise_takes_the_workloads_of_a_plan() {
+    let _machine = raidlab_testkit::shared();
+    let seed = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/seed-2013.toml");
+    let out = raidlab()
+        .args([
+            "advise",
+            "--disks",
+            "6",
+            "--disk",
+            "hdd-7200",
+            "--chunks",
+            "512k",
+            "--runtime",
+            "5s",
+            "--no-cache",
+            "--format",
+            "json",
+            "--workloads-from",
+            seed,
+        ])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(
+        v["workloads"],
+        serde_json::json!(["randread:4k:qd4", "randwrite:4k:qd4"])
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("jobs.toml");
+    std::fs::write(
+        &plan,
+        "name = \"j\"\n[disks]\ncount = 4\n[arrays]\nlevel = \"raid5\"\n[workloads]\nrw = \"randread\"\nnumjobs = 4\n",
+    )
+    .unwrap();
+    let out = raidlab()
+        .args(["advise", "--no-cache", "--workloads-from"])
+        .arg(&plan)
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("numjobs = 4") && err.contains("set numjobs = 1"),
+        "{err}"
+    );
+}
