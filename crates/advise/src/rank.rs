@@ -230,6 +230,9 @@ pub fn percent(p: f64) -> String {
     }
 }
 
+/// What the table is when the user gave no constraint.
+const UNCONSTRAINED: &str = "No constraints given: the table is the trade-off between speed, capacity and risk, not a winner.\n\n";
+
 impl Advice {
     /// The kept candidates, best first.
     pub fn kept(&self) -> impl Iterator<Item = &Entry> {
@@ -324,7 +327,7 @@ impl Advice {
             .collect();
         let mut s = String::new();
         if !constrained {
-            s.push_str("No constraints given: the table is the trade-off between speed, capacity and risk, not a winner.\n\n");
+            s.push_str(UNCONSTRAINED);
         }
         for (i, r) in rows.iter().enumerate() {
             let line: Vec<String> = r
@@ -391,7 +394,7 @@ impl Advice {
         let rows = self.rows(limit);
         let mut s = String::new();
         if !constrained {
-            s.push_str("No constraints given: the table is the trade-off between speed, capacity and risk, not a winner.\n\n");
+            s.push_str(UNCONSTRAINED);
         }
         let _ = writeln!(s, "| {} |", rows[0].join(" | "));
         let _ = writeln!(

@@ -130,12 +130,9 @@ impl Recovery {
         self.check(&argv, out);
     }
 
+    /// Record a command that ran from `t0` until now.
     fn ran(&mut self, argv: &[String], t0: Instant) {
-        self.commands.push(CommandRun {
-            phase: "fio".into(),
-            command: argv.join(" "),
-            seconds: (t0.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-        });
+        self.ran_between(argv, t0, Instant::now());
     }
 
     fn check(&mut self, argv: &[String], out: std::io::Result<Output>) {

@@ -350,7 +350,6 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
             .copied()
             .filter(|r| r.state.as_deref().is_none_or(|st| st == "healthy"))
             .collect();
-
         let cap = |r: &Row| {
             r.usable_fraction
                 .map(|f| {
@@ -381,8 +380,9 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
             .copied()
             .filter(|r| !known || r.fault_tolerance.unwrap_or(0) > 0)
             .collect();
+        let lead = fastest(&safe);
         let _ = write!(s, "<li><b>{}</b>: ", esc(key));
-        match fastest(&safe) {
+        match &lead {
             Some((v, tied)) if tied.len() > 1 => {
                 let _ = write!(
                     s,
@@ -392,7 +392,7 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
                     } else {
                         ""
                     },
-                    names(&tied),
+                    names(tied),
                     TIE * 100.0,
                     v,
                     cap(tied[0])
@@ -417,7 +417,7 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
                 let _ = write!(s, "no layout here survives a failed disk.");
             }
         }
-        if let Some((v, tied)) = fastest(&safe) {
+        if let Some((v, tied)) = &lead {
             let thrifty = safe
                 .iter()
                 .filter(|r| headline(r).0 >= 0.9 * v && r.usable_fraction.is_some())
@@ -446,7 +446,7 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
             .collect();
         if let (Some((u, fast)), best_safe) = (
             fastest(&unsafe_rows),
-            fastest(&safe).map_or(0.0, |(v, _)| v),
+            lead.as_ref().map_or(0.0, |(v, _)| *v),
         ) {
             if u > best_safe * (1.0 + TIE) {
                 let _ = write!(

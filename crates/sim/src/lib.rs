@@ -155,12 +155,12 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
     let capacity = model.capacity().0;
     let mut sample = case.clone();
     sample.workload.ramp = SAMPLE_RAMP;
-    sample.workload.runtime = SAMPLE_WINDOW;
     let part = capacity / REBUILD_SAMPLES as u64;
     let mut seconds = 0.0;
     for k in 0..REBUILD_SAMPLES as u64 {
         // Under heavy load a window may pass before the first sync request completes
-        // (an elevator's write deadline is 5 s): sample longer then, up to a minute.
+        // (an elevator's write deadline is 5 s): sample longer then (×4 each time, up to
+        // `SAMPLE_LONGEST`).
         let mut window = SAMPLE_WINDOW;
         let rate = loop {
             sample.workload.runtime = window;

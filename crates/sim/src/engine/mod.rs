@@ -556,6 +556,8 @@ impl<D: Member> Engine<D> {
             .collect();
         let slots = w.numjobs * w.iodepth;
         let measure_from = w.ramp;
+        // Whole seconds of the measured window (the per-second logs' lengths).
+        let seconds = w.runtime.0.div_ceil(1_000_000_000) as usize;
         Engine {
             now: Nanos(0),
             seq: 0,
@@ -598,8 +600,8 @@ impl<D: Member> Engine<D> {
             end: measure_from + w.runtime,
             read: DirStats::default(),
             write: DirStats::default(),
-            per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
-            lat_per_sec: vec![[0, 0]; w.runtime.0.div_ceil(1_000_000_000) as usize],
+            per_sec: vec![[0, 0]; seconds],
+            lat_per_sec: vec![[0, 0]; seconds],
             array_ios: [0, 0],
             events: 0,
             done: Vec::new(),
@@ -613,7 +615,7 @@ impl<D: Member> Engine<D> {
             recovering,
             foreground: true,
             sync_at_measure: None,
-            sync_per_sec: vec![0; w.runtime.0.div_ceil(1_000_000_000) as usize],
+            sync_per_sec: vec![0; seconds],
         }
     }
 
