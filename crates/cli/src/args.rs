@@ -7,6 +7,7 @@ use raidlab_core::{
     ArrayState, Bitmap, Bytes, Governor, Layout, Level, Nanos, Resync, Rw, Scheduler, TargetKind,
     WriteCache,
 };
+use raidlab_report::compare::CompareFormat;
 use std::path::PathBuf;
 
 /// raidlab — which RAID layout, on these disks, for this workload?
@@ -38,7 +39,8 @@ pub enum Command {
     Sim(Box<SimArgs>),
     /// Write the report of a results directory (HTML), or export it (--format csv|json|md).
     Report(ReportArgs),
-    /// Compare two results directories case by case, with a significance test on the repetitions.
+    /// Compare two results directories case by case (or by --match dimensions), or one
+    /// directory --by a dimension: medians, change, interval and a corrected significance test.
     Compare(CompareArgs),
     /// List block devices and whether the host target may use each, and why not (--models:
     /// the simulator's disk models and their parameters).
@@ -351,6 +353,14 @@ pub struct ImportArgs {
     /// The store to import into (created if missing) [default: results/import-<source name>].
     #[arg(long, short, visible_alias = "output")]
     pub out: Option<PathBuf>,
+    /// Name every imported result's source this (a chart series and the CSV's `source`
+    /// column) [default: the folder under SOURCE, or bench-fio's device folder].
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Import bench-fio's preconditioning runs too (its `run-N/` folders), each as a case
+    /// of its own; left out by default, as they are not benchmark results.
+    #[arg(long)]
+    pub include_precondition: bool,
 }
 
 #[derive(Debug, Args)]
@@ -530,10 +540,39 @@ fn share(s: &str) -> Result<f64, String> {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline results directory.
+    /// The baseline results directory (with --by: the directory whose cases are paired).
     pub a: PathBuf,
-    /// The results directory compared with it.
-    pub b: PathBuf,
+    /// The results directory compared with it (none with --by).
+    pub b: Option<PathBuf>,
+    /// Pair A's and B's results by these dimensions, comma-separated (level,rw,bs,iodepth),
+    /// instead of by case id: results of other plans, disks, kernels or targets.
+    #[arg(
+        long = "match",
+        value_delimiter = ',',
+        value_name = "DIMS",
+        requires = "b"
+    )]
+    pub match_dims: Vec<String>,
+    /// Pair the results of one directory that differ only in this dimension (bitmap,
+    /// chunk, level, write_cache, model, target, …): each value against the first.
+    #[arg(long, value_name = "DIM")]
+    pub by: Option<String>,
+    /// With --by: the value the others are held against [default: the first in natural
+    /// order].
+    #[arg(long, requires = "by", value_name = "VALUE")]
+    pub baseline: Option<String>,
+    /// table, csv, json, md, or html (a page with a chart per metric).
+    #[arg(long, default_value = "table", value_parser = compare_format())]
+    pub format: CompareFormat,
+    /// Write to this file instead of standard output.
+    #[arg(long, short, visible_alias = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// `compare --format`: its words, offered to completions and `--help`.
+fn compare_format() -> impl TypedValueParser<Value = CompareFormat> {
+    PossibleValuesParser::new(CompareFormat::NAMES)
+        .map(|s| s.parse::<CompareFormat>().expect("a possible value parses"))
 }
 
 /// `--target`: the words of [`TargetKind`], offered to completions and `--help`.

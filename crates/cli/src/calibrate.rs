@@ -216,10 +216,17 @@ fn read(input: &Path) -> Result<Vec<Point>> {
     let mut out = Vec::new();
     for f in files {
         let rel = f.strip_prefix(input).unwrap_or(&f);
-        match crate::import::read_one(&f, rel) {
-            Ok(((_, _, w), result)) => {
+        let how = crate::import::How {
+            label: String::new(),
+            repetition: 1,
+            logs: Vec::new(),
+            include_precondition: false,
+        };
+        match crate::import::read_one(&f, rel, &how) {
+            Ok(Some(((_, _, w), result))) => {
                 out.push(point(&w, &result.figures, f.display().to_string()))
             }
+            Ok(None) => raidlab_backend::note!("skipped {}: a preconditioning run", f.display()),
             Err(e) => raidlab_backend::note!("skipped {}: {e}", f.display()),
         }
     }

@@ -8,6 +8,7 @@ pub mod case;
 pub mod disk;
 pub mod environment;
 pub mod model_file;
+pub mod natural;
 pub mod plan;
 pub mod result;
 pub mod spec;

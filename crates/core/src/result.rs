@@ -27,6 +27,18 @@ pub struct DirectionFigures {
     pub clat_p90_ns: Option<f64>,
     pub clat_p99_ns: Option<f64>,
     pub clat_p999_ns: Option<f64>,
+    pub clat_p95_ns: Option<f64>,
+    pub clat_p9999_ns: Option<f64>,
+    /// The slowest completion (ns).
+    pub clat_max_ns: Option<f64>,
+    /// Every (percentile, ns) pair fio wrote, in percentile order: what the report's
+    /// percentile chart draws. Empty for results stored before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clat_percentiles: Vec<(f64, f64)>,
+    /// fio's latency histogram (json+ output's `clat_ns.bins`) folded into power-of-two
+    /// buckets: (upper bound ns, completions), ascending; empty when fio wrote no bins.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clat_histogram: Vec<(f64, u64)>,
 }
 
 /// fio's `disk_util` entry for one device; md devices add the `aggr_*` fields that sum
@@ -77,6 +89,9 @@ impl DirectionFigures {
             ("clat p90", self.clat_p90_ns),
             ("clat p99", self.clat_p99_ns),
             ("clat p99.9", self.clat_p999_ns),
+            ("clat p95", self.clat_p95_ns),
+            ("clat p99.99", self.clat_p9999_ns),
+            ("clat max", self.clat_max_ns),
         ];
         let checks = [
             ("iops", Some(self.iops), MAX_IOPS),

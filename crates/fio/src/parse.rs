@@ -54,6 +54,8 @@ pub struct JobInfo {
 pub struct ParsedRun {
     pub figures: Figures,
     pub jobs: Vec<JobInfo>,
+    /// When fio finished, as it wrote it (`timestamp`, Unix seconds).
+    pub timestamp: Option<i64>,
 }
 
 /// fio's JSON printer puts every value on its own line (`"key" : value` or, in arrays,
@@ -177,7 +179,12 @@ pub fn parse_output(text: &str) -> Result<ParsedRun, ParseError> {
             .unwrap_or_default(),
     };
     let jobs = jobs.iter().map(|j| job_info(j, &global)).collect();
-    Ok(ParsedRun { figures, jobs })
+    let timestamp = doc.get("timestamp").and_then(Value::as_i64);
+    Ok(ParsedRun {
+        figures,
+        jobs,
+        timestamp,
+    })
 }
 
 fn global_options(doc: &Value) -> BTreeMap<String, String> {
@@ -349,11 +356,63 @@ fn direction(jobs: &[&Value], dir: &str) -> Option<DirectionFigures> {
         if let Some((c, scale)) = latency(d, "clat") {
             f.clat_p50_ns = percentile(c, scale, 50.0);
             f.clat_p90_ns = percentile(c, scale, 90.0);
+            f.clat_p95_ns = percentile(c, scale, 95.0);
             f.clat_p99_ns = percentile(c, scale, 99.0);
             f.clat_p999_ns = percentile(c, scale, 99.9);
+            f.clat_p9999_ns = percentile(c, scale, 99.99);
+            f.clat_percentiles = percentiles(c, scale);
         }
     }
+    let clats = || {
+        jobs.iter()
+            .filter_map(|j| latency(j.get(dir)?, "clat"))
+            .filter(|(c, _)| c.get("N").is_none_or(|n| num(Some(n)) > 0.0))
+    };
+    f.clat_max_ns = clats()
+        .filter_map(|(c, scale)| c.get("max").map(|m| num(Some(m)) * scale))
+        .reduce(f64::max);
+    f.clat_histogram = histogram(clats().map(|(c, _)| c));
     Some(f)
+}
+
+/// Every percentile of a latency object, as (percentile, ns) in percentile order.
+fn percentiles(lat: &Value, scale: f64) -> Vec<(f64, f64)> {
+    let Some(map) = lat.get("percentile").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(f64, f64)> = map
+        .iter()
+        .filter_map(|(k, v)| {
+            let p = k.trim().parse::<f64>().ok()?;
+            let ns = v.as_f64().filter(|x| x.is_finite())?;
+            Some((p, ns * scale))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// fio's json+ `bins` ({"<ns>": completions}) of every job, summed into power-of-two
+/// buckets keyed by their upper bound: the distribution's shape without fio's 1,856
+/// fine buckets per job.
+fn histogram<'a>(lats: impl Iterator<Item = &'a Value>) -> Vec<(f64, u64)> {
+    let mut buckets: BTreeMap<u32, u64> = BTreeMap::new();
+    for lat in lats {
+        let Some(bins) = lat.get("bins").and_then(Value::as_object) else {
+            continue;
+        };
+        for (k, v) in bins {
+            let (Ok(ns), Some(n)) = (k.trim().parse::<u64>(), v.as_u64()) else {
+                continue;
+            };
+            let exp = 64 - ns.max(1).saturating_sub(1).leading_zeros();
+            *buckets.entry(exp).or_default() += n;
+        }
+    }
+    buckets
+        .into_iter()
+        .map(|(exp, n)| (2f64.powi(exp as i32), n))
+        .collect()
 }
 
 fn disk_util(d: &Value) -> DiskUtil {

@@ -142,6 +142,20 @@ fn real_file_has_latency_percentiles() {
     assert_eq!(r.clat_p999_ns, pct["99.900000"].as_f64());
     assert!(r.clat_p50_ns.unwrap() <= r.clat_p90_ns.unwrap());
     assert!(r.clat_p90_ns.unwrap() <= p99 && p99 <= r.clat_p999_ns.unwrap());
+    assert_eq!(r.clat_p95_ns, pct["95.000000"].as_f64());
+    assert_eq!(r.clat_p9999_ns, pct["99.990000"].as_f64());
+    assert_eq!(
+        r.clat_max_ns,
+        raw["jobs"][0]["read"]["clat_ns"]["max"].as_f64()
+    );
+    // Every percentile fio wrote, in order.
+    let written = pct.as_object().unwrap();
+    assert_eq!(r.clat_percentiles.len(), written.len());
+    assert!(r
+        .clat_percentiles
+        .windows(2)
+        .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    assert!(r.clat_histogram.is_empty(), "plain json has no bins");
 }
 
 #[test]
@@ -158,10 +172,27 @@ fn json_plus_parses() {
     );
     let run = parse_output(&text).unwrap();
     assert_eq!(
-        run.figures.read.unwrap().iops,
+        run.figures.read.as_ref().unwrap().iops,
         raw["jobs"][0]["read"]["iops"].as_f64().unwrap()
     );
-    assert!(run.figures.write.unwrap().clat_p99_ns.is_some());
+    assert!(run.figures.write.as_ref().unwrap().clat_p99_ns.is_some());
+    // The bins folded into power-of-two buckets keep every completion.
+    let r = run.figures.read.unwrap();
+    let bins: u64 = raw["jobs"][0]["read"]["clat_ns"]["bins"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(r.clat_histogram.iter().map(|b| b.1).sum::<u64>(), bins);
+    assert!(r
+        .clat_histogram
+        .windows(2)
+        .all(|w| w[1].0 == 2.0 * w[0].0 || w[1].0 > w[0].0));
+    assert!(
+        r.clat_histogram.iter().all(|b| b.0.log2().fract() == 0.0),
+        "powers of two"
+    );
 }
 
 #[test]

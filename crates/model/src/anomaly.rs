@@ -318,16 +318,6 @@ fn stripe_cache(o: &Observation) -> Option<Anomaly> {
 /// bucket lets a burst through at once and holds the rest, so their latency is bimodal
 /// by design).
 fn erratic(o: &Observation) -> Option<Anomaly> {
-    let mut why = Vec::new();
-    if o.iops_per_second.len() >= ERRATIC_MIN_SAMPLES {
-        if let Some(cv) = stats::cv(o.iops_per_second) {
-            if cv > ERRATIC_CV {
-                why.push(format!(
-                    "IOPS varied from second to second with a coefficient of variation of {cv:.2} (threshold {ERRATIC_CV})"
-                ));
-            }
-        }
-    }
     let c = o.case;
     let members = if c.array.level == Level::Single {
         1
@@ -340,7 +330,36 @@ fn erratic(o: &Observation) -> Option<Anomaly> {
         Ok(Some(m)) if matches!(m.kind, DiskKind::Throttle(_))
     );
     let tail_judged = per_member <= ERRATIC_TAIL_MAX_QD && !throttled;
-    for (name, d) in [("read", &o.figures.read), ("write", &o.figures.write)] {
+    erratic_of(o.figures, o.iops_per_second, tail_judged)
+}
+
+/// The `erratic` rule on an imported result, which has no array: its latency tail is
+/// judged when at most 8 I/Os were outstanding (`outstanding` = iodepth × numjobs), as
+/// on one member of a plan's array.
+pub fn erratic_imported(
+    figures: &Figures,
+    iops_per_second: &[f64],
+    outstanding: u32,
+) -> Option<Anomaly> {
+    erratic_of(
+        figures,
+        iops_per_second,
+        f64::from(outstanding) <= ERRATIC_TAIL_MAX_QD,
+    )
+}
+
+fn erratic_of(figures: &Figures, iops_per_second: &[f64], tail_judged: bool) -> Option<Anomaly> {
+    let mut why = Vec::new();
+    if iops_per_second.len() >= ERRATIC_MIN_SAMPLES {
+        if let Some(cv) = stats::cv(iops_per_second) {
+            if cv > ERRATIC_CV {
+                why.push(format!(
+                    "IOPS varied from second to second with a coefficient of variation of {cv:.2} (threshold {ERRATIC_CV})"
+                ));
+            }
+        }
+    }
+    for (name, d) in [("read", &figures.read), ("write", &figures.write)] {
         if !tail_judged {
             break;
         }

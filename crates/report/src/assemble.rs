@@ -111,6 +111,11 @@ pub fn build(store: &Store) -> Result<Built> {
         for (target, results) in by_case.get(&c.id.0).into_iter().flatten() {
             let figures: Vec<Figures> = results.iter().map(|r| r.figures.clone()).collect();
             let mut row = Row::new(&c.id.0, c.case.as_ref(), &c.workload, target, &figures);
+            if c.case.is_none() {
+                // An import: its source names it in tables and charts.
+                row.source = Some(c.label.clone());
+                row.array_label = c.label.clone();
+            }
             row.rebuild(results.iter().map(|r| &r.environment));
             let rebuilt = row.rebuild_s_full.is_some() || row.rebuild_s_idle.is_some();
             if let Some(case) = c.case.as_ref().filter(|_| rebuilt) {
@@ -140,13 +145,25 @@ pub fn build(store: &Store) -> Result<Built> {
                     .and_then(|r| r.environment.rebuild.as_ref())
                     .map(|r| r.mib_s_per_second.clone())
                     .unwrap_or_default(),
+                histograms: results
+                    .first()
+                    .map(|r| {
+                        [&r.figures.read, &r.figures.write].map(|d| {
+                            d.as_ref()
+                                .map(|d| d.clat_histogram.clone())
+                                .unwrap_or_default()
+                        })
+                    })
+                    .unwrap_or_default(),
                 ..Default::default()
             };
+            // The model's expectation of a plan's case (imports have no array to model).
+            let mut e = None;
             if let Some(case) = &c.case {
                 let refs: Vec<&StoredResult> = results.iter().collect();
                 let model = disk_model(case, &refs);
                 let base = baselines.get(&(baseline_key(case), target.clone()));
-                let e = expectation(case, model.as_ref(), base);
+                e = expectation(case, model.as_ref(), base);
                 detail.formula = e.as_ref().map(|e| e.formula.clone());
                 // An array of n disks uses the plan's first n devices.
                 let members = raidlab_backend::script::case_members(case);
@@ -170,43 +187,67 @@ pub fn build(store: &Store) -> Result<Built> {
                 } else {
                     ran
                 };
-                let logs = results
-                    .iter()
-                    .map(|r| iops_log(store, r))
-                    .collect::<Result<Vec<_>>>()?;
-                if let (Some(r), Some(log)) = (results.first(), logs.first()) {
-                    detail.iops_per_second = log.clone();
-                    detail.lat_ms_per_second =
-                        read_log(store, r, "lat.log", raidlab_model::lat_ms_per_second)?;
-                }
-                let runs = results
-                    .iter()
-                    .zip(&logs)
-                    .map(|(r, log)| (&r.figures, &r.environment, log.as_slice()));
-                // One sentence per finding, with the repetitions it was found in.
-                let mut found: Vec<(String, Vec<u32>)> = Vec::new();
-                for (i, a) in row.judge(case, e.as_ref(), runs) {
-                    let rep = results[i].repetition;
-                    match found.iter_mut().find(|(m, _)| *m == a.message) {
-                        Some((_, reps)) => reps.push(rep),
-                        None => found.push((a.message, vec![rep])),
-                    }
-                }
-                detail.anomalies = found
-                    .into_iter()
-                    .map(|(message, reps)| match (results.len(), reps.as_slice()) {
-                        (1, _) => message,
-                        (_, [one]) => format!("Repetition {one}: {message}"),
-                        (_, many) => format!(
-                            "Repetitions {}: {message}",
-                            many.iter()
-                                .map(u32::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    })
-                    .collect();
             }
+            let logs = results
+                .iter()
+                .map(|r| iops_log(store, r))
+                .collect::<Result<Vec<_>>>()?;
+            if let (Some(r), Some(log)) = (results.first(), logs.first()) {
+                detail.iops_per_second = log.clone();
+                detail.lat_ms_per_second =
+                    read_log(store, r, "lat.log", raidlab_model::lat_ms_per_second)?;
+            }
+            // What each repetition was found to do, as (repetition index, anomaly).
+            let judged: Vec<(usize, raidlab_model::Anomaly)> = match &c.case {
+                Some(case) => {
+                    let runs = results
+                        .iter()
+                        .zip(&logs)
+                        .map(|(r, log)| (&r.figures, &r.environment, log.as_slice()));
+                    row.judge(case, e.as_ref(), runs)
+                }
+                None => {
+                    let outstanding = c.workload.iodepth * c.workload.numjobs;
+                    let found: Vec<_> = results
+                        .iter()
+                        .zip(&logs)
+                        .enumerate()
+                        .filter_map(|(i, (r, log))| {
+                            let a = raidlab_model::erratic_imported(&r.figures, log, outstanding)?;
+                            Some((i, a))
+                        })
+                        .collect();
+                    row.anomalies = if found.is_empty() {
+                        String::new()
+                    } else {
+                        "erratic".into()
+                    };
+                    found
+                }
+            };
+            // One sentence per finding, with the repetitions it was found in.
+            let mut found: Vec<(String, Vec<u32>)> = Vec::new();
+            for (i, a) in judged {
+                let rep = results[i].repetition;
+                match found.iter_mut().find(|(m, _)| *m == a.message) {
+                    Some((_, reps)) => reps.push(rep),
+                    None => found.push((a.message, vec![rep])),
+                }
+            }
+            detail.anomalies = found
+                .into_iter()
+                .map(|(message, reps)| match (results.len(), reps.as_slice()) {
+                    (1, _) => message,
+                    (_, [one]) => format!("Repetition {one}: {message}"),
+                    (_, many) => format!(
+                        "Repetitions {}: {message}",
+                        many.iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })
+                .collect();
             built.rows.push(row);
             built.details.push(detail);
         }

@@ -3,6 +3,7 @@
 //! are the same machinery with fixed names.
 
 use crate::row::Row;
+use raidlab_core::natural;
 use std::fmt;
 use std::str::FromStr;
 
@@ -17,10 +18,12 @@ pub enum Dim {
     Numjobs,
     Disks,
     Rw,
+    Rwmixread,
+    Source,
 }
 
 impl Dim {
-    pub const ALL: [Dim; 8] = [
+    pub const ALL: [Dim; 10] = [
         Dim::Level,
         Dim::Layout,
         Dim::Chunk,
@@ -29,6 +32,8 @@ impl Dim {
         Dim::Numjobs,
         Dim::Disks,
         Dim::Rw,
+        Dim::Rwmixread,
+        Dim::Source,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,11 +46,13 @@ impl Dim {
             Dim::Numjobs => "numjobs",
             Dim::Disks => "disks",
             Dim::Rw => "rw",
+            Dim::Rwmixread => "rwmixread",
+            Dim::Source => "source",
         }
     }
 
     /// The row's value on this dimension: a label and a sort key (numbers sort by
-    /// value, levels in md's order, everything else by name).
+    /// value, levels in md's order, everything else by name in natural order).
     pub fn value(self, r: &Row) -> (String, f64) {
         let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "–".into());
         match self {
@@ -67,7 +74,20 @@ impl Dim {
                 Some(d) => (d.to_string(), d as f64),
                 None => ("–".into(), -1.0),
             },
-            Dim::Rw => (r.rw.clone(), 0.0),
+            // A mix names its read share (`randrw75`): mixes stay apart.
+            Dim::Rw => (
+                format!(
+                    "{}{}",
+                    r.rw,
+                    r.rwmixread.map(|m| m.to_string()).unwrap_or_default()
+                ),
+                0.0,
+            ),
+            Dim::Rwmixread => match r.rwmixread {
+                Some(m) => (m.to_string(), m as f64),
+                None => ("–".into(), -1.0),
+            },
+            Dim::Source => (text(&r.source), 0.0),
         }
     }
 }
@@ -224,7 +244,7 @@ pub struct Sweep {
 /// target) that vary among the rows, apart from `x`.
 pub fn sweep(rows: &[&Row], x: Dim, y: Metric) -> Sweep {
     let mut xs: Vec<(String, f64)> = rows.iter().map(|r| x.value(r)).collect();
-    xs.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+    xs.sort_by(|a, b| a.1.total_cmp(&b.1).then(natural::cmp(&a.0, &b.0)));
     xs.dedup_by(|a, b| a.0 == b.0);
     let varying: Vec<Dim> = Dim::ALL
         .into_iter()
@@ -241,7 +261,7 @@ pub fn sweep(rows: &[&Row], x: Dim, y: Metric) -> Sweep {
         let mut parts: Vec<String> = varying
             .iter()
             .map(|d| match d {
-                Dim::Level | Dim::Layout | Dim::Rw => d.value(r).0,
+                Dim::Level | Dim::Layout | Dim::Rw | Dim::Source => d.value(r).0,
                 _ => format!("{}={}", d.name(), d.value(r).0),
             })
             .collect();

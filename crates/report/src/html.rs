@@ -6,6 +6,7 @@
 use crate::axis::{sweep, Dim, Metric};
 use crate::row::{Row, TABLE_HEADINGS};
 use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
+use raidlab_core::natural::Natural;
 use raidlab_core::stats::TIE;
 use raidlab_core::{Bytes, Headline};
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+pub(crate) const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:13px}\
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),th:nth-child(-n+4){text-align:left}\
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{width:520px;max-width:100%;border:1px solid #eee}\
@@ -68,6 +69,9 @@ pub struct Detail {
     pub lat_ms_per_second: Vec<f64>,
     /// A rebuilding case's recovery speed (MiB/s) per second, from the first repetition.
     pub rebuild_mib_s_per_second: Vec<f64>,
+    /// The first repetition's completion-latency histograms (reads, writes): (upper
+    /// bound ns, completions) per power-of-two bucket, from fio's json+ bins.
+    pub histograms: [Vec<(f64, u64)>; 2],
 }
 
 /// Everything the HTML report shows.
@@ -107,12 +111,18 @@ fn distinct<T: PartialEq>(v: impl Iterator<Item = T>) -> usize {
     seen.len()
 }
 
+/// Rows by workload, in natural order (`qd2` before `qd16`).
+type Groups<'a> = BTreeMap<Natural, Vec<&'a Row>>;
+
 pub fn render_report(rep: &Report) -> String {
     let rows = rep.rows;
     let title = rep.title;
-    let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
+    let mut groups: Groups = BTreeMap::new();
     for r in rows {
-        groups.entry(r.workload_label()).or_default().push(r);
+        groups
+            .entry(Natural(r.workload_label()))
+            .or_default()
+            .push(r);
     }
     let mut s = String::new();
     let _ = write!(s, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} — raidlab report</title><style>{CSS}</style></head><body><h1>{t}</h1>", t = esc(title));
@@ -135,8 +145,8 @@ pub fn render_report(rep: &Report) -> String {
     failures(&mut s, &groups);
 
     for (key, rs) in &groups {
-        let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(key));
-        workload_charts(&mut s, key, rs);
+        let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(&key.0));
+        workload_charts(&mut s, &key.0, rs);
         s.push_str("</div>");
     }
 
@@ -190,6 +200,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
         }
     }
+    percentile_charts(s, key, rs);
     let cost: Vec<Bar> = rs
         .iter()
         .filter_map(|r| {
@@ -226,11 +237,81 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
     }
 }
 
+/// The percentiles the report draws (fio writes these by default). The maximum is left
+/// to the tables: one outlier would flatten every other point against the axis.
+const PERCENTILES: [&str; 6] = ["p50", "p90", "p95", "p99", "p99.9", "p99.99"];
+
+/// One workload's latency percentiles per array: a line per array over p50 … p99.99, one
+/// chart per direction that has any.
+fn percentile_charts(s: &mut String, key: &str, rs: &[&Row]) {
+    type Get = fn(&Row) -> [Option<f64>; 6];
+    let dirs: [(&str, Get); 2] = [
+        ("read", |r| {
+            [
+                r.read_lat_p50_ms,
+                r.read_lat_p90_ms,
+                r.read_lat_p95_ms,
+                r.read_lat_p99_ms,
+                r.read_lat_p999_ms,
+                r.read_lat_p9999_ms,
+            ]
+        }),
+        ("write", |r| {
+            [
+                r.write_lat_p50_ms,
+                r.write_lat_p90_ms,
+                r.write_lat_p95_ms,
+                r.write_lat_p99_ms,
+                r.write_lat_p999_ms,
+                r.write_lat_p9999_ms,
+            ]
+        }),
+    ];
+    let xs: Vec<String> = PERCENTILES.iter().map(|p| p.to_string()).collect();
+    for (dir, get) in dirs {
+        let series: Vec<(String, Vec<Option<f64>>)> = rs
+            .iter()
+            .map(|r| (series_name(r, rs), get(r).to_vec()))
+            .filter(|(_, v)| v.iter().filter(|x| x.is_some()).count() > 1)
+            .collect();
+        if !series.is_empty() {
+            s.push_str(&line_chart(
+                "percentiles",
+                &format!("{key}: {dir} latency percentiles"),
+                "ms",
+                &xs,
+                &series,
+            ));
+        }
+    }
+}
+
+/// A row's name in a chart of `rs`: its array (or source), with its target where the
+/// same array was run on several.
+fn series_name(r: &Row, rs: &[&Row]) -> String {
+    let shared = rs.iter().filter(|o| o.array_label == r.array_label).count() > 1;
+    if shared {
+        format!("{} ({})", r.array_label, r.target)
+    } else {
+        r.array_label.clone()
+    }
+}
+
+/// A latency histogram as bars: completions per power-of-two bucket, each labelled with
+/// its upper bound.
+fn histogram_chart(title: &str, buckets: &[(f64, u64)]) -> String {
+    let bars: Vec<Bar> = buckets
+        .iter()
+        .map(|(ns, n)| (format!("≤{}", crate::svg::duration(*ns)), *n as f64, None))
+        .collect();
+    bar_chart("chart histogram", title, "I/Os", &bars)
+}
+
 /// Degraded and rebuilding arrays beside their healthy selves, per workload: the headline
 /// figure and its share of the healthy one, the recovery's speed, and how long a whole
 /// member takes to rebuild, loaded and idle (with a chart of the two). Nothing when every
 /// array is healthy.
-fn failures(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
+fn failures(s: &mut String, groups: &Groups) {
     let failing = |r: &Row| r.state.as_deref().is_some_and(|st| st != "healthy");
     if !groups.values().flatten().any(|r| failing(r)) {
         return;
@@ -244,7 +325,7 @@ fn failures(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
             (&a.target, &a.level, &a.layout, a.chunk_kib, a.disks)
                 == (&b.target, &b.level, &b.layout, b.chunk_kib, b.disks)
         };
-        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(key), headline(rs[0]).1);
+        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), headline(rs[0]).1);
         let hours =
             |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} h", x / 3600.0));
         let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.3} %", x * 100.0));
@@ -327,7 +408,7 @@ fn all_cases(s: &mut String, rows: &[Row]) {
 /// it gives up. Degraded and rebuilding arrays are in the failures section, not here. The
 /// report has no constraints to rank against (`raidlab advise` takes them), so this is the
 /// trade-off, not a verdict.
-fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
+fn summary(s: &mut String, groups: &Groups) {
     /// The highest headline among `rows`, and every row within [`TIE`] of it, fastest
     /// first.
     fn fastest<'a>(rows: &[&'a Row]) -> Option<(f64, Vec<&'a Row>)> {
@@ -381,7 +462,7 @@ fn summary(s: &mut String, groups: &BTreeMap<String, Vec<&Row>>) {
             .filter(|r| !known || r.fault_tolerance.unwrap_or(0) > 0)
             .collect();
         let lead = fastest(&safe);
-        let _ = write!(s, "<li><b>{}</b>: ", esc(key));
+        let _ = write!(s, "<li><b>{}</b>: ", esc(&key.0));
         match &lead {
             Some((v, tied)) if tied.len() > 1 => {
                 let _ = write!(
@@ -512,14 +593,16 @@ fn sweeps(s: &mut String, rows: &[Row]) {
             [Dim::Rw, Dim::Bs, Dim::Numjobs],
         ),
     ] {
-        let mut groups: BTreeMap<Vec<String>, Vec<&Row>> = BTreeMap::new();
+        let mut groups: BTreeMap<Natural, Vec<&Row>> = BTreeMap::new();
         for r in rows.iter().filter(|r| dim.value(r).0 != "–") {
             let part = |d: &Dim| match d {
                 Dim::Rw | Dim::Bs => d.value(r).0,
                 _ => format!("{}={}", d.name(), d.value(r).0),
             };
             groups
-                .entry(fixed.iter().map(part).collect())
+                .entry(Natural(
+                    fixed.iter().map(part).collect::<Vec<_>>().join(" "),
+                ))
                 .or_default()
                 .push(r);
         }
@@ -530,7 +613,7 @@ fn sweeps(s: &mut String, rows: &[Row]) {
             }
             let metric = headline_metric(rs[0]);
             let sw = sweep(&rs, dim, metric);
-            let title = format!("{}: {} by {}", key.join(" "), metric, dim);
+            let title = format!("{key}: {metric} by {dim}");
             charts.push_str(&line_chart(
                 "sweep",
                 &title,
@@ -599,6 +682,14 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
                 &d.rebuild_mib_s_per_second,
             ));
         }
+        for (dir, h) in ["read", "write"].iter().zip(&d.histograms) {
+            if !h.is_empty() {
+                s.push_str(&histogram_chart(
+                    &format!("{label}: {dir} latency histogram"),
+                    h,
+                ));
+            }
+        }
         if !d.environment.is_empty() {
             let _ = write!(s, "<p>Environment</p><pre>{}</pre>", esc(&d.environment));
         }
@@ -632,7 +723,10 @@ mod tests {
 
     fn text(rows: &[Row]) -> String {
         let mut groups = BTreeMap::new();
-        groups.insert("randwrite".to_string(), rows.iter().collect::<Vec<_>>());
+        groups.insert(
+            Natural("randwrite".to_string()),
+            rows.iter().collect::<Vec<_>>(),
+        );
         let mut s = String::new();
         summary(&mut s, &groups);
         s

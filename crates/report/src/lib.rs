@@ -5,6 +5,7 @@
 
 pub mod assemble;
 pub mod axis;
+pub mod compare;
 pub mod html;
 mod row;
 mod svg;

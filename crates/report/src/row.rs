@@ -1,7 +1,11 @@
 //! The row: one case with its figures (the median over repetitions), its spread, and
 //! the model's expectation, as exported.
 
-use raidlab_core::{stats, Case, Environment, Figures, RebuildFigures, Workload};
+use raidlab_core::{stats, Case, DirectionFigures, Environment, Figures, RebuildFigures, Workload};
+
+/// The two directions of a result's figures.
+const R: fn(&Figures) -> Option<&DirectionFigures> = |f| f.read.as_ref();
+const W: fn(&Figures) -> Option<&DirectionFigures> = |f| f.write.as_ref();
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
@@ -70,8 +74,42 @@ pub struct Row {
     /// and defaults (docs/risk.md), 10⁵ trials.
     pub loss_5y: Option<f64>,
     pub loss_5y_idle: Option<f64>,
-    /// Short label for charts (`raid10 f2 512k`).
+    /// Completion-latency percentiles and maximum, ms (fio's `clat_ns`; p99 is above).
+    pub read_lat_p50_ms: Option<f64>,
+    pub read_lat_p90_ms: Option<f64>,
+    pub read_lat_p95_ms: Option<f64>,
+    pub read_lat_p999_ms: Option<f64>,
+    pub read_lat_p9999_ms: Option<f64>,
+    pub read_lat_max_ms: Option<f64>,
+    pub write_lat_p50_ms: Option<f64>,
+    pub write_lat_p90_ms: Option<f64>,
+    pub write_lat_p95_ms: Option<f64>,
+    pub write_lat_p999_ms: Option<f64>,
+    pub write_lat_p9999_ms: Option<f64>,
+    pub write_lat_max_ms: Option<f64>,
+    /// Percentage of reads in a mixed workload (`randrw` 75 = 75 % reads); empty otherwise.
+    pub rwmixread: Option<u32>,
+    /// Where an imported result came from: the folder (or device, for bench-fio trees)
+    /// under the imported directory, or `import --label`; empty for plan cases.
+    pub source: Option<String>,
+    /// The fio version that measured the result (`fio-3.33`; `raidlab-sim-…` when simulated).
+    pub fio_version: Option<String>,
+    /// Short label for charts (`raid10 f2 512k`; an import's source).
     pub array_label: String,
+}
+
+/// The median over repetitions of one latency figure of one direction, in ms.
+fn lat_ms(
+    figures: &[Figures],
+    dir: fn(&Figures) -> Option<&DirectionFigures>,
+    get: fn(&DirectionFigures) -> Option<f64>,
+) -> Option<f64> {
+    let v: Vec<f64> = figures
+        .iter()
+        .filter_map(|f| dir(f).and_then(get))
+        .map(|ns| ns / 1e6)
+        .collect();
+    stats::median(&v)
 }
 
 impl Row {
@@ -107,13 +145,8 @@ impl Row {
             write_bw_mib_s: med(&|f| f.write.as_ref().map(|d| d.bw_bytes_s / 1048576.0)),
             read_lat_mean_ms: med(&|f| f.read.as_ref().map(|d| d.lat_mean_ns / 1e6)),
             write_lat_mean_ms: med(&|f| f.write.as_ref().map(|d| d.lat_mean_ns / 1e6)),
-            read_lat_p99_ms: med(&|f| f.read.as_ref().and_then(|d| d.clat_p99_ns).map(|v| v / 1e6)),
-            write_lat_p99_ms: med(&|f| {
-                f.write
-                    .as_ref()
-                    .and_then(|d| d.clat_p99_ns)
-                    .map(|v| v / 1e6)
-            }),
+            read_lat_p99_ms: lat_ms(figures, R, |d| d.clat_p99_ns),
+            write_lat_p99_ms: lat_ms(figures, W, |d| d.clat_p99_ns),
             repetitions: figures.len(),
             disk_model: case.and_then(|c| c.disks.model.clone()),
             usable_fraction: a.map(|a| a.capacity_fraction()),
@@ -134,6 +167,22 @@ impl Row {
             rebuild_s_idle: None,
             loss_5y: None,
             loss_5y_idle: None,
+            read_lat_p50_ms: lat_ms(figures, R, |d| d.clat_p50_ns),
+            read_lat_p90_ms: lat_ms(figures, R, |d| d.clat_p90_ns),
+            read_lat_p95_ms: lat_ms(figures, R, |d| d.clat_p95_ns),
+            read_lat_p999_ms: lat_ms(figures, R, |d| d.clat_p999_ns),
+            read_lat_p9999_ms: lat_ms(figures, R, |d| d.clat_p9999_ns),
+            read_lat_max_ms: lat_ms(figures, R, |d| d.clat_max_ns),
+            write_lat_p50_ms: lat_ms(figures, W, |d| d.clat_p50_ns),
+            write_lat_p90_ms: lat_ms(figures, W, |d| d.clat_p90_ns),
+            write_lat_p95_ms: lat_ms(figures, W, |d| d.clat_p95_ns),
+            write_lat_p999_ms: lat_ms(figures, W, |d| d.clat_p999_ns),
+            write_lat_p9999_ms: lat_ms(figures, W, |d| d.clat_p9999_ns),
+            write_lat_max_ms: lat_ms(figures, W, |d| d.clat_max_ns),
+            rwmixread: (workload.rw.reads() && workload.rw.writes())
+                .then_some(u32::from(workload.rwmixread)),
+            source: None,
+            fio_version: figures.iter().find_map(|f| f.fio_version.clone()),
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),
@@ -296,7 +345,7 @@ pub(crate) fn csv(rows: &[Row]) -> String {
 }
 
 /// Headings of the human-readable table (Markdown and HTML).
-pub(crate) const TABLE_HEADINGS: [&str; 15] = [
+pub(crate) const TABLE_HEADINGS: [&str; 16] = [
     "case",
     "array",
     "workload",
@@ -307,6 +356,7 @@ pub(crate) const TABLE_HEADINGS: [&str; 15] = [
     "write MiB/s",
     "read lat ms",
     "write lat ms",
+    "read p99 ms",
     "write p99 ms",
     "usable",
     "IOPS range",
@@ -328,11 +378,13 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
 }
 
 impl Row {
-    /// `randwrite 4k qd4×1`.
+    /// `randwrite 4k qd4×1`; a mixed workload names its read share, as bench-fio does
+    /// (`randrw75 4k qd4×1`), so mixes of 75 % and 90 % reads stay apart.
     pub fn workload_label(&self) -> String {
         format!(
-            "{} {} qd{}×{}",
+            "{}{} {} qd{}×{}",
             self.rw,
+            self.rwmixread.map(|m| m.to_string()).unwrap_or_default(),
             raidlab_core::Bytes(self.bs).to_fio(),
             self.iodepth,
             self.numjobs
@@ -352,6 +404,7 @@ impl Row {
             fmt(self.write_bw_mib_s, 1),
             fmt(self.read_lat_mean_ms, 2),
             fmt(self.write_lat_mean_ms, 2),
+            fmt(self.read_lat_p99_ms, 2),
             fmt(self.write_lat_p99_ms, 2),
             self.usable_fraction
                 .map(|u| format!("{:.0} %", u * 100.0))
@@ -372,7 +425,7 @@ impl Row {
 
 pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
     let mut s = format!("# {title}\n\n| {} |\n", TABLE_HEADINGS.join(" | "));
-    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for r in rows {
         let mut cells = r.table_cells();
         cells[0] = format!("`{}`", cells[0]);

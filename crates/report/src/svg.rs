@@ -316,14 +316,28 @@ impl Labels {
     }
 }
 
+/// A duration in ns printed in the unit that reads best (`512 ns`, `65.5 µs`, `1.05 ms`).
+pub(crate) fn duration(ns: f64) -> String {
+    match ns {
+        ns if ns < 1e3 => format!("{} ns", short(ns)),
+        ns if ns < 1e6 => format!("{} µs", short(ns / 1e3)),
+        ns if ns < 1e9 => format!("{} ms", short(ns / 1e6)),
+        ns => format!("{} s", short(ns / 1e9)),
+    }
+}
+
 /// A value printed on a chart: no more digits than it needs (`0`, `8.5`, `12.3`, `240`).
 fn short(v: f64) -> String {
     let s = if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
-    } else {
+    } else if v.abs() >= 0.1 || v == 0.0 {
         format!("{v:.2}")
+    } else {
+        // Small values keep three significant digits (0.00234 ms, not 0).
+        let digits = (2 - v.abs().log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{v:.digits$}")
     };
     if s.contains('.') {
         let t = s.trim_end_matches('0').trim_end_matches('.');
@@ -421,13 +435,37 @@ pub fn bar_chart(class: &str, title: &str, unit: &str, bars: &[Bar]) -> String {
 /// Measured bars with the model's expectation drawn as a black tick over each bar.
 /// Bars carry `data-label`/`data-value`, ticks `class="model"` and `data-expected`.
 pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]) -> String {
+    model_chart_as(title, unit, items, "model")
+}
+
+/// [`model_chart`]'s drawing with other words: `"model"` (bars measured, ticks the
+/// model's expectation) or `"compare"` (bars B, ticks A, for `raidlab compare`).
+pub(crate) fn model_chart_as(
+    title: &str,
+    unit: &str,
+    items: &[(String, f64, Option<f64>)],
+    kind: &str,
+) -> String {
+    let (bar_word, tick_word, note) = if kind == "compare" {
+        (
+            "B",
+            "A",
+            "bars: B's median · black tick and figure: A's median",
+        )
+    } else {
+        (
+            "measured",
+            "model",
+            "bars: measured · black tick and figure: the model's expectation",
+        )
+    };
     let data_max = items
         .iter()
         .map(|i| i.1.max(i.2.unwrap_or(0.0)))
         .fold(0.0, f64::max);
     let (plot, at, labels) = bar_layout(items.iter().map(|i| i.0.as_str()));
     let note_y = plot.bottom() + labels.height() + 16.0;
-    let mut s = open("chart vs-model", title, note_y + 8.0);
+    let mut s = open(&format!("chart vs-model {kind}"), title, note_y + 8.0);
     let y = y_axis(&mut s, &plot, data_max, unit);
     let mut centres = Vec::new();
     for (i, (label, v, e)) in items.iter().enumerate() {
@@ -437,7 +475,7 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
         centres.push(cx);
         let _ = write!(
             s,
-            r#"<rect class="bar c{c}" data-label="{l}" data-value="{v}" x="{x:.1}" y="{top:.1}" width="{bw:.1}" height="{bh:.1}"><title>{l}: measured {vs} {u}</title></rect>"#,
+            r#"<rect class="bar c{c}" data-label="{l}" data-value="{v}" x="{x:.1}" y="{top:.1}" width="{bw:.1}" height="{bh:.1}"><title>{l}: {bar_word} {vs} {u}</title></rect>"#,
             c = i % 8,
             l = esc(label),
             u = esc(unit),
@@ -448,7 +486,7 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
             let ey = y.px(*e);
             let _ = write!(
                 s,
-                r#"<line class="model" data-label="{l}" data-expected="{e}" x1="{x1:.1}" x2="{x2:.1}" y1="{ey:.1}" y2="{ey:.1}"><title>{l}: model {es} {u}</title></line><text x="{cx:.1}" y="{ty:.1}" class="val">{es}</text>"#,
+                r#"<line class="model" data-label="{l}" data-expected="{e}" x1="{x1:.1}" x2="{x2:.1}" y1="{ey:.1}" y2="{ey:.1}"><title>{l}: {tick_word} {es} {u}</title></line><text x="{cx:.1}" y="{ty:.1}" class="val">{es}</text>"#,
                 l = esc(label),
                 u = esc(unit),
                 es = short(*e),
@@ -461,7 +499,7 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
     labels.write(&mut s, &centres, plot.bottom());
     let _ = write!(
         s,
-        r#"<text x="{l}" y="{note_y:.1}" class="lbl">bars: measured · black tick and figure: the model's expectation</text></svg>"#,
+        r#"<text x="{l}" y="{note_y:.1}" class="lbl">{note}</text></svg>"#,
         l = plot.left,
     );
     s
@@ -684,6 +722,9 @@ mod tests {
         assert_eq!(short(8.5), "8.5");
         assert_eq!(short(12.34), "12.3");
         assert_eq!(short(240.4), "240");
+        assert_eq!(short(0.002345), "0.00234");
+        assert_eq!(short(0.05), "0.05");
+        assert_eq!(short(-0.0012), "-0.0012");
     }
 
     #[test]

@@ -85,6 +85,7 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
             iops_per_second: log,
             lat_ms_per_second: Vec::new(),
             rebuild_mib_s_per_second: Vec::new(),
+            histograms: Default::default(),
         });
     }
     (rows, details)
@@ -168,5 +169,5 @@ fn the_documented_csv_columns_are_the_rows_fields() {
         .map(|c| c.trim().trim_matches('`').to_string())
         .collect();
     assert_eq!(documented, raidlab_report::csv_columns());
-    assert_eq!(documented.len(), 40);
+    assert_eq!(documented.len(), 55);
 }

@@ -40,6 +40,13 @@ fn direction(d: &DirStats, runtime_ms: u64) -> Value {
                 })
                 .collect();
             m.insert("percentile".into(), Value::Object(pct));
+            // As fio's json+ output: the histogram's bins.
+            let bins: Map<String, Value> = d
+                .lat
+                .bins()
+                .map(|(v, n)| (v.to_string(), json!(n)))
+                .collect();
+            m.insert("bins".into(), Value::Object(bins));
         }
         Value::Object(m)
     };

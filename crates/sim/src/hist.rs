@@ -90,6 +90,15 @@ impl Histogram {
     pub fn max(&self) -> u64 {
         self.max
     }
+    /// Each non-empty bin as (its value, completions), ascending: fio's json+ `bins`.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.bins
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, c)| (value_of(i).round() as u64, *c))
+    }
+
     /// The value at percentile `p` (0–100).
     pub fn percentile(&self, p: f64) -> f64 {
         if self.count == 0 {

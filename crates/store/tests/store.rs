@@ -42,6 +42,11 @@ fn figures(seed: u64) -> Figures {
         clat_p90_ns: None,
         clat_p99_ns: Some(f()),
         clat_p999_ns: Some(f()),
+        clat_p95_ns: Some(f()),
+        clat_p9999_ns: None,
+        clat_max_ns: Some(f()),
+        clat_percentiles: vec![(50.0, f()), (99.99, f())],
+        clat_histogram: vec![(1024.0, 3), (2048.0, 7)],
     };
     Figures {
         fio_version: Some("fio-3.36".into()),

@@ -412,7 +412,8 @@ fn fio(case: &Case, target_file: &str, paths: &Paths) -> [Step; 2] {
             phase: Phase::Fio,
             action: argv([
                 "fio".into(),
-                "--output-format=json".into(),
+                // json+: fio's latency bins too, for the report's histograms.
+                "--output-format=json+".into(),
                 format!("--output={}", paths.result),
                 job_file,
             ]),

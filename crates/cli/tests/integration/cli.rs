@@ -546,7 +546,7 @@ fn compare_one_run_and_repetitions() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
-        text.matches("not significant (p = 1.000) (A 4 run(s), B 4)")
+        text.matches("not significant (p = 1.000, Holm 1.000) (A 4 run(s), B 4)")
             .count(),
         4,
         "identical runs: {text}"
@@ -555,7 +555,138 @@ fn compare_one_run_and_repetitions() {
         .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("no case id is in both"));
+        .stderr(predicate::str::contains("no case id is in both"))
+        .stderr(predicate::str::contains("--match level,rw,bs,iodepth"));
+    // Paired by dimensions instead: the seed's raid5 random writes against the 4-disk
+    // plan's, which differ in disks, model and more.
+    let out = raidlab()
+        .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
+        .args(["--match", "level,rw", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = lines.as_array().unwrap();
+    assert_eq!(lines.len(), 4, "write IOPS, MiB/s, mean and p99: {lines:?}");
+    assert!(lines[0]["differs"]
+        .as_str()
+        .unwrap()
+        .contains("disks.count 6 → 4"));
+    raidlab()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            c.to_str().unwrap(),
+            "--match",
+            "rw",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "A has 4 results with workload.rw=randread: they differ in layout, level",
+        ));
+}
+
+/// Issue 19, item 4: `compare DIR --by bitmap` pairs the cases that differ only in their
+/// bitmap, with medians, change, interval and Holm-adjusted verdicts, in every format.
+#[test]
+fn compare_by_a_dimension_within_one_directory() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    run_plan(
+        root()
+            .join("crates/cli/tests/integration/plans/bitmap-cost.toml")
+            .to_str()
+            .unwrap(),
+        &out,
+        "1",
+    );
+    let r = out.to_str().unwrap();
+    let csv_out = raidlab()
+        .args([
+            "compare",
+            r,
+            "--by",
+            "bitmap",
+            "--baseline",
+            "none",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        csv_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&csv_out.stderr)
+    );
+    let text = String::from_utf8(csv_out.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0][4], "metric");
+    assert_eq!(rows.len(), 1 + 4, "one pair × the write metrics: {text}");
+    for row in &rows[1..] {
+        assert_eq!(row[3], "array.bitmap none → internal", "{row:?}");
+        let (lo, change, hi): (f64, f64, f64) = (
+            row[8].parse().unwrap(),
+            row[7].parse().unwrap(),
+            row[9].parse().unwrap(),
+        );
+        assert!(lo <= change && change <= hi, "{row:?}");
+        let (p, adjusted): (f64, f64) = (row[12].parse().unwrap(), row[13].parse().unwrap());
+        assert!(
+            adjusted >= p && adjusted <= (4.0 * p).min(1.0) + 1e-12,
+            "Holm: {row:?}"
+        );
+    }
+    let iops = rows.iter().find(|r| r[4] == "write IOPS").unwrap();
+    assert!(
+        iops[7].parse::<f64>().unwrap() < 0.0,
+        "the bitmap costs writes: {iops:?}"
+    );
+    assert_eq!(iops[14], "significant", "5 runs a side: {iops:?}");
+
+    let html = dir.path().join("c.html");
+    raidlab()
+        .args(["compare", r, "--by", "bitmap", "--format", "html", "-o"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(
+        page.matches("<svg class=\"chart vs-model compare\"")
+            .count(),
+        4
+    );
+    let mut tally = crate::geometry::Tally::new();
+    let mut errors = Vec::new();
+    crate::geometry::check_page(&page, "compare", &mut tally, &mut errors);
+    crate::geometry::conclude(&tally, &["vs-model"], errors);
+
+    raidlab()
+        .args(["compare", r, "--by", "speed"])
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("unknown dimension `speed`: use one of")
+                .and(predicate::str::contains("bitmap")),
+        );
+    raidlab()
+        .args(["compare", r])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("or one with --by DIM"));
+    raidlab()
+        .args(["compare", r, "--by", "level"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "no two cases differ only in array.level",
+        ));
 }
 
 /// Issue 6: the anomaly rules reach the exports and the report through the store: a

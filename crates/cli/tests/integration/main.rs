@@ -7,10 +7,15 @@ mod calibrate;
 mod cli;
 mod host;
 mod host_safety;
+mod import;
 mod interrupt;
 mod report_chromium;
 mod risk;
 mod vm;
+
+/// The report's chart-geometry checker, shared with `raidlab-report`'s own test.
+#[path = "../../../report/tests/geometry/mod.rs"]
+mod geometry;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
