@@ -332,8 +332,8 @@ where
 pub struct ReportArgs {
     /// A results directory (made by `raidlab run` or `raidlab import`).
     pub dir: PathBuf,
-    /// The report (html) or an export.
-    #[arg(long, short, default_value = "html", value_parser = words::<raidlab_report::Format>(vec!["html", "csv", "json", "md"]))]
+    /// The report (html), an export (csv, json, md), or the --x/--y chart alone (svg).
+    #[arg(long, short, default_value = "html", value_parser = words::<raidlab_report::Format>(vec!["html", "csv", "json", "md", "svg"]))]
     pub format: raidlab_report::Format,
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
     #[arg(long, short, visible_alias = "out")]

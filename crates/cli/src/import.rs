@@ -184,6 +184,7 @@ fn workload(job: &JobInfo, place: &Place) -> Option<Workload> {
             .unwrap_or(50),
         ioengine: opt("ioengine").unwrap_or_default(),
         direct: opt("direct").is_some_and(|d| d == "1"),
+        fio: Default::default(),
     })
 }
 

@@ -129,8 +129,15 @@ fn report(a: args::ReportArgs) -> Result<()> {
             "--y needs --x: name the dimension to spread over the x axis (level, layout, chunk, bs, iodepth, numjobs, disks, rw)"
         ),
     };
-    if axes.is_some() && format != raidlab_report::Format::Html {
-        anyhow::bail!("--x/--y add a chart to the HTML report: drop --format or use --format html");
+    use raidlab_report::Format;
+    match (axes, format) {
+        (Some(_), Format::Html | Format::Svg) | (None, Format::Csv | Format::Json | Format::Markdown | Format::Html) => {}
+        (Some(_), _) => anyhow::bail!(
+            "--x/--y draw a chart: into the HTML report (drop --format) or alone (--format svg -o chart.svg)"
+        ),
+        (None, _) => anyhow::bail!(
+            "--format svg writes the --x/--y chart alone: name its axes, e.g. --x chunk --y write_iops"
+        ),
     }
     let store = raidlab_store::Store::open(&a.dir)?;
     let title = store.meta()?.name;
@@ -144,6 +151,10 @@ fn report(a: args::ReportArgs) -> Result<()> {
                 axes,
             })
             .into_bytes()
+        }
+        raidlab_report::Format::Svg => {
+            let (x, y) = axes.expect("checked above");
+            raidlab_report::chart_svg(&built.rows, x, y).into_bytes()
         }
         _ => raidlab_report::export(&built.rows, format, &title),
     };

@@ -13,6 +13,39 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The plan's `[workloads.fio]` options, judged by the installed fio before anything
+/// runs (`fio --parse-only` on each distinct job): a misspelt or invalid option is refused
+/// in fio's words, not after the arrays are built.
+fn check_fio_options(plan: &Plan) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for case in plan.cases() {
+        let w = &case.workload;
+        let job = raidlab_fio::render_job(w, "/dev/null", "check");
+        if w.fio.extra.is_empty() || !seen.insert(job.clone()) {
+            continue;
+        }
+        let options: Vec<String> = w
+            .fio
+            .extra
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}"))
+            .collect();
+        match raidlab_fio::parse_only(&job) {
+            Ok(true) => {}
+            Ok(false) => raidlab_backend::note!(
+                "note: fio is not installed here, so the plan's workloads.fio options ({}) are checked when fio runs",
+                options.join(", ")
+            ),
+            Err(said) => bail!(
+                "{}: workloads.fio ({}): fio refuses the job: {said}. Fix or remove the option (`fio --cmdhelp=NAME` explains one)",
+                plan.source.display(),
+                options.join(", ")
+            ),
+        }
+    }
+    Ok(())
+}
+
 pub fn run(a: RunArgs) -> Result<()> {
     let plan = Plan::load(&a.plan)?;
     let kind = a.target.or(plan.run.target).unwrap_or_default();
@@ -27,6 +60,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             Check::Run
         },
     )?;
+    if kind != TargetKind::Sim {
+        check_fio_options(&plan)?;
+    }
     let out: PathBuf = a
         .out
         .clone()

@@ -28,7 +28,7 @@ pub use spec::{
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote};
 pub use units::{Bytes, Nanos, UnitError};
-pub use workload::{Headline, Rw, Workload};
+pub use workload::{FioOptions, Headline, Rw, Workload};
 
 /// `1 case`, `2 cases`: a count with its noun.
 pub fn plural(n: usize, one: &str, many: &str) -> String {

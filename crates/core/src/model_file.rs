@@ -170,6 +170,7 @@ impl Reader<'_> {
             field: field.to_string(),
             value,
             message,
+            also: Box::default(),
         }
     }
 
@@ -348,7 +349,7 @@ mod tests {
         let bad = good.replace("avg_seek = \"8200us\"", "avg_seek = \"fast\"");
         assert_ne!(good, bad, "the preset's avg_seek is written as 8200us");
         let e = DiskModel::from_toml(&bad, Path::new("mine.toml")).unwrap_err();
-        let line = bad.lines().position(|l| l.starts_with("avg_seek")).unwrap() + 1;
+        let line = bad.lines().position(|l| l.starts_with("avg_seek")).unwrap() as u32 + 1;
         assert_eq!(
             (e.file.to_str(), e.line, e.field.as_str()),
             (Some("mine.toml"), Some(line), "avg_seek")

@@ -155,6 +155,22 @@ impl Plan {
                 self.source.display()
             )));
         }
+        if kind == TargetKind::Sim {
+            let mut options: Vec<String> = self
+                .cases()
+                .iter()
+                .flat_map(|c| c.workload.fio.extra.keys().cloned())
+                .collect();
+            options.sort();
+            options.dedup();
+            if !options.is_empty() {
+                notes.push(TargetNote(format!(
+                    "{}: workloads.fio ({}) is passed to fio on the host and vm targets; the simulator does not model it, and its figures are those of the workload without it",
+                    self.source.display(),
+                    options.join(", ")
+                )));
+            }
+        }
         notes
     }
 

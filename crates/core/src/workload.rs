@@ -6,6 +6,7 @@
 use crate::spec::words;
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -101,6 +102,41 @@ pub struct Workload {
     pub ioengine: String,
     /// O_DIRECT: bypass the page cache (the seeds did).
     pub direct: bool,
+    /// Buffer options and fio options passed through (`[workloads.fio]`); left out of the
+    /// case's identity when at their defaults, so plans without them keep their case ids.
+    #[serde(default, skip_serializing_if = "FioOptions::is_default")]
+    pub fio: FioOptions,
+}
+
+/// What a plan adds to the fio job beyond raidlab's own fields.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FioOptions {
+    /// fio's `refill_buffers`: fresh data for every write, so no layer can compress or
+    /// deduplicate it (on by default). Off saves the CPU it costs on fast devices.
+    pub refill_buffers: bool,
+    /// fio's `buffer_pattern` (`"0xdeadbeef"`, `"'text'"`): what every write contains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_pattern: Option<String>,
+    /// `[workloads.fio]`: fio options written verbatim after raidlab's own, in name order.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Default for FioOptions {
+    fn default() -> Self {
+        FioOptions {
+            refill_buffers: true,
+            buffer_pattern: None,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+impl FioOptions {
+    pub fn is_default(&self) -> bool {
+        *self == FioOptions::default()
+    }
 }
 
 impl Workload {

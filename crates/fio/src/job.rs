@@ -76,13 +76,24 @@ pub fn render_job_with(
     // group_reporting: one aggregate over all numjobs, as the seeds reported, and the
     // shape the parser's figures are (it also sums separate jobs when this is off).
     let _ = writeln!(s, "group_reporting=1");
-    // refill_buffers: fresh data per write, so no layer can compress or deduplicate it.
-    let _ = writeln!(s, "refill_buffers=1");
+    // refill_buffers: fresh data per write, so no layer can compress or deduplicate it
+    // (the plan may turn it off: it costs CPU per write on fast devices).
+    if w.fio.refill_buffers {
+        let _ = writeln!(s, "refill_buffers=1");
+    }
+    if let Some(p) = &w.fio.buffer_pattern {
+        let _ = writeln!(s, "buffer_pattern={p}");
+    }
     // norandommap: uniform random offsets without fio's coverage map (no bias towards
     // untouched blocks late in the run, no map memory for large arrays).
     let _ = writeln!(s, "norandommap=1");
     // randrepeat=0: a new random sequence per run, so repetitions are independent samples.
     let _ = writeln!(s, "randrepeat=0");
+    // `[workloads.fio]`: the plan's own fio options, after raidlab's so they can refine
+    // them (the plan refuses those that would break what raidlab reads back).
+    for (k, v) in &w.fio.extra {
+        let _ = writeln!(s, "{k}={v}");
+    }
     let _ = writeln!(s);
     let _ = writeln!(s, "[{name}]");
     let _ = writeln!(s, "filename={}", escape_filename(filename));
@@ -110,6 +121,7 @@ mod tests {
             rwmixread: 70,
             ioengine: "libaio".into(),
             direct: true,
+            fio: Default::default(),
         }
     }
 
@@ -166,6 +178,24 @@ mod tests {
         assert!(job.ends_with("write_iops_log=x\n"), "extras come last");
         let seq = render_job(&workload(Rw::Rw), "f", "j");
         assert!(seq.contains("rwmixread=70"));
+    }
+
+    #[test]
+    fn plan_fio_options_follow_raidlabs_and_buffers_are_fields() {
+        let mut w = workload(Rw::RandWrite);
+        w.fio.refill_buffers = false;
+        w.fio.buffer_pattern = Some("0xdeadbeef".into());
+        w.fio.extra.insert("fsync".into(), "1".into());
+        w.fio.extra.insert("rate_iops".into(), "500".into());
+        let job = render_job(&w, "f", "j");
+        assert!(!job.contains("refill_buffers"), "{job}");
+        let at = |s: &str| job.find(s).unwrap_or_else(|| panic!("{s} in {job}"));
+        assert!(at("buffer_pattern=0xdeadbeef") < at("fsync=1"));
+        assert!(at("randrepeat=0") < at("fsync=1") && at("fsync=1") < at("rate_iops=500"));
+        assert!(
+            at("rate_iops=500") < at("[j]"),
+            "in [global], where fio echoes them"
+        );
     }
 
     #[test]

@@ -321,6 +321,7 @@ fn rendered_job_runs_and_options_come_back() {
             rwmixread: 70,
             ioengine: "null".into(),
             direct: false,
+            fio: Default::default(),
         };
         std::fs::write(dir.path().join("job.fio"), render_job(&w, "data", "case")).unwrap();
         let text = fio(dir.path(), &["--output-format=json", "job.fio"]);

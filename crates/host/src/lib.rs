@@ -722,7 +722,11 @@ impl Target for HostTarget {
                 laid,
             });
         }
-        let logs = fio_logs(&work);
+        let mut logs = fio_logs(&work);
+        // The job file fio ran, kept beside its result: what `[workloads.fio]` added shows.
+        if let Ok(job) = std::fs::read(work.join(format!("{}.fio", case.id))) {
+            logs.push(("job.fio".into(), job));
+        }
         let environment = self.environment(&r, &reuse, before, during, resync_during);
         let _ = std::fs::remove_dir_all(&work);
         Ok(CaseOutput {

@@ -167,6 +167,7 @@ pub(crate) mod tests {
             rwmixread: 50,
             ioengine: "libaio".into(),
             direct: true,
+            fio: Default::default(),
         }
     }
 

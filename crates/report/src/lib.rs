@@ -22,6 +22,8 @@ pub enum Format {
     Json,
     Markdown,
     Html,
+    /// The `--x/--y` chart alone, as a standalone SVG file.
+    Svg,
 }
 
 impl std::str::FromStr for Format {
@@ -32,7 +34,8 @@ impl std::str::FromStr for Format {
             "json" => Ok(Format::Json),
             "md" | "markdown" => Ok(Format::Markdown),
             "html" => Ok(Format::Html),
-            _ => Err("use csv, json, md or html".into()),
+            "svg" => Ok(Format::Svg),
+            _ => Err("use csv, json, md, html or svg".into()),
         }
     }
 }
@@ -48,5 +51,29 @@ pub fn export(rows: &[Row], format: Format, title: &str) -> Vec<u8> {
         }
         Format::Markdown => row::markdown(rows, title).into_bytes(),
         Format::Html => html::render(rows, title).into_bytes(),
+        // Without axes named, the queue-depth curves of IOPS (`chart_svg` draws any).
+        Format::Svg => chart_svg(rows, Dim::Iodepth, Metric::Iops).into_bytes(),
     }
+}
+
+/// One `--x/--y` chart as a file of its own: the SVG the report draws, with the XML
+/// namespace and the report's styles inside it, so it opens in a browser or an editor
+/// and drops into a document.
+pub fn chart_svg(rows: &[Row], x: Dim, y: Metric) -> String {
+    let all: Vec<&Row> = rows.iter().collect();
+    let sw = axis::sweep(&all, x, y);
+    let chart = svg::line_chart(
+        "custom",
+        &format!("{y} by {x}"),
+        y.unit(),
+        &sw.xs,
+        &sw.series,
+    );
+    chart
+        .replacen(
+            "<svg ",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" style=\"background:#fff;font:13px system-ui,sans-serif\" ",
+            1,
+        )
+    .replacen("</title>", &format!("</title><style>{}</style>", html::CSS), 1)
 }

@@ -465,7 +465,12 @@ pub(crate) fn model_chart_as(
         .fold(0.0, f64::max);
     let (plot, at, labels) = bar_layout(items.iter().map(|i| i.0.as_str()));
     let note_y = plot.bottom() + labels.height() + 16.0;
-    let mut s = open(&format!("chart vs-model {kind}"), title, note_y + 8.0);
+    let class = if kind == "compare" {
+        "chart vs-model compare"
+    } else {
+        "chart vs-model"
+    };
+    let mut s = open(class, title, note_y + 8.0);
     let y = y_axis(&mut s, &plot, data_max, unit);
     let mut centres = Vec::new();
     for (i, (label, v, e)) in items.iter().enumerate() {

@@ -494,6 +494,37 @@ fn report_x_y_chart_and_unknown_names() {
             predicate::str::contains("unknown metric `speed`")
                 .and(predicate::str::contains("iops, read_iops, write_iops, bw")),
         );
+    // The chart alone, as a standalone SVG whose marks sit at their values.
+    let svg = dir.path().join("chart.svg");
+    raidlab()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--x",
+            "level",
+            "--y",
+            "write_iops",
+        ])
+        .args(["--format", "svg", "-o"])
+        .arg(&svg)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{text}"
+    );
+    assert!(text.contains("<style>") && text.trim_end().ends_with("</svg>"));
+    let mut tally = crate::geometry::Tally::new();
+    let mut errors = Vec::new();
+    crate::geometry::check_page(&text, "chart.svg", &mut tally, &mut errors);
+    errors.retain(|e| !e.starts_with("x labels"));
+    crate::geometry::conclude(&tally, &["custom"], errors);
+    raidlab()
+        .args(["report", out.to_str().unwrap(), "--format", "svg"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("name its axes, e.g. --x chunk"));
 }
 
 /// Issue 6: `compare` says a single run cannot be tested, and runs Mann–Whitney U on
@@ -1173,4 +1204,26 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
             "raid5 survives at most 1 failed member",
         ))
         .stderr(predicate::str::contains("(from --failed)"));
+}
+
+/// Issue 19, item 5: the sim target runs a plan with `[workloads.fio]` and says that it
+/// does not model those options.
+#[test]
+fn the_simulator_notes_the_fio_options_it_does_not_model() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("fsync.toml");
+    std::fs::write(
+        &plan,
+        "name = \"fsync\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randwrite\"\nruntime = \"1s\"\n[workloads.fio]\nfsync = 1\nrate_iops = 50\n",
+    )
+    .unwrap();
+    raidlab()
+        .args(["run", plan.to_str().unwrap(), "--quiet", "--out"])
+        .arg(dir.path().join("r"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "workloads.fio (fsync, rate_iops) is passed to fio on the host and vm targets; the simulator does not model it",
+        ));
 }

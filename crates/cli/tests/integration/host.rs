@@ -655,3 +655,75 @@ fn plan_script_cache_functions_read_set_and_restore_a_loop_device() {
     assert!(out.contains(&format!("back={was}")), "{out}");
     assert_eq!(lab.cache(0), before, "the cache is as it was");
 }
+
+/// Issue 19, item 5: `[workloads.fio]` and the buffer fields reach fio verbatim on the host
+/// target — the job file kept with the result and fio's own JSON show them, and fio ran the
+/// fsyncs — while a misspelt option is refused in fio's words before anything is built.
+#[test]
+fn fio_options_pass_through_on_the_host_target() {
+    let _machine = raidlab_testkit::shared();
+    if !can_run() {
+        return;
+    }
+    let lab = Lab::new(1);
+    let body = "[arrays]\nlevel = \"single\"\nfilesystem = \"xfs\"\n[workloads]\nrw = \"randwrite\"\nsize = \"64m\"\nruntime = \"1s\"\nrefill_buffers = false\nbuffer_pattern = \"0xdeadbeef\"\n[workloads.fio]\n";
+    let plan = lab.plan(1, &format!("{body}fsync = 1\n"));
+    let o = lab.run_host(&plan, &[], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let raw: Vec<PathBuf> = std::fs::read_dir(lab.out().join("raw"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let json = raw
+        .iter()
+        .find(|p| p.to_string_lossy().ends_with("-host.json"))
+        .expect("the raw fio JSON");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let global = &v["global options"];
+    assert_eq!(global["fsync"], "1", "{global}");
+    assert_eq!(global["buffer_pattern"], "0xdeadbeef", "{global}");
+    assert!(global.get("refill_buffers").is_none(), "{global}");
+    assert!(
+        v["jobs"][0]["sync"]["total_ios"].as_u64().unwrap_or(0) > 0,
+        "fio issued fsyncs: {}",
+        v["jobs"][0]["sync"]
+    );
+    let job = raw
+        .iter()
+        .find(|p| p.to_string_lossy().ends_with("job.fio"))
+        .expect("the job file kept beside the result");
+    let job = std::fs::read_to_string(job).unwrap();
+    let at = |s: &str| job.find(s).unwrap_or_else(|| panic!("{s} in {job}"));
+    assert!(
+        at("randrepeat=0") < at("fsync=1"),
+        "the plan's options after raidlab's"
+    );
+
+    let bad = lab.plan(1, &format!("{body}fsyncc = 1\n"));
+    let before = std::fs::read_dir(lab.out().join("raw")).unwrap().count();
+    let o = lab.raidlab(
+        &[
+            "run",
+            bad.to_str().unwrap(),
+            "--target",
+            "host",
+            "--quiet",
+            "--resume",
+            "--out",
+            lab.out().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!o.status.success());
+    let said = text(&o);
+    assert!(
+        said.contains("workloads.fio (fsyncc = 1): fio refuses the job")
+            && said.contains("Did you mean fsync?"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(lab.out().join("raw")).unwrap().count(),
+        before
+    );
+    assert_eq!(lab.signatures(0), "", "nothing was built");
+}

@@ -223,6 +223,14 @@ fn a_bench_fio_tree_keeps_its_sources_mixes_runs_logs_and_percentiles() {
         errors,
     );
 
+    // As a browser renders it, with a screenshot among the test artifacts.
+    if let Some(bin) = crate::report_chromium::chromium() {
+        let dom = crate::report_chromium::dom(bin, &html, dir.path());
+        assert!(dom.contains("<h2>Queue-depth curves</h2>"), "rendered");
+        assert_eq!(dom.matches("<svg class=\"chart over-time\"").count(), 12);
+        crate::report_chromium::screenshot(bin, &html, "report-import-bench-fio.png", dir.path());
+    }
+
     // Preconditioning kept on request, as cases of their own; one label for everything.
     let kept = dir.path().join("kept");
     raidlab()

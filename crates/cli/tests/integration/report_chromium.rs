@@ -6,7 +6,7 @@
 use assert_cmd::Command;
 use std::path::Path;
 
-fn chromium() -> Option<&'static str> {
+pub(crate) fn chromium() -> Option<&'static str> {
     let found = ["chromium", "chromium-browser"]
         .into_iter()
         .find(|c| raidlab_testkit::runs(c, &["--version"]));
@@ -17,7 +17,7 @@ fn chromium() -> Option<&'static str> {
     .flatten()
 }
 
-fn headless(bin: &str, profile: &Path) -> std::process::Command {
+pub(crate) fn headless(bin: &str, profile: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(bin);
     c.args([
         "--headless",
@@ -156,11 +156,16 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         assert!(dom.contains(&format!("<h2>{heading}</h2>")), "{heading}");
     }
 
+    screenshot(bin, &html, "report-seed-2013.png", dir.path());
+}
+
+/// A screenshot of `html` in `target/test-artifacts/NAME`, which must be a real picture.
+pub(crate) fn screenshot(bin: &str, html: &Path, name: &str, scratch: &Path) {
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
-    let shot = artifacts.join("report-seed-2013.png");
+    let shot = artifacts.join(name);
     let _ = std::fs::remove_file(&shot);
-    let s = headless(bin, &dir.path().join("profile2"))
+    let s = headless(bin, &scratch.join(format!("profile-{name}")))
         .arg("--window-size=1200,1800")
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", html.display()))
@@ -171,6 +176,43 @@ fn report_renders_with_a_bar_per_level_in_every_chart() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "a real screenshot"
     );
+}
+
+/// The DOM Chromium builds from `html`.
+pub(crate) fn dom(bin: &str, html: &Path, scratch: &Path) -> String {
+    let out = headless(bin, &scratch.join("profile-dom"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The 2019 seed's report (raid5 and raid10 n2/f2; sequential and random, four jobs)
+/// renders: its percentile charts and queue-depth-free groups, with a screenshot.
+#[test]
+fn the_2019_seeds_report_renders_with_its_percentiles() {
+    let _machine = raidlab_testkit::shared();
+    let Some(bin) = chromium() else { return };
+    let (dir, html, dom) = rendered(bin, "examples/seed-2019.toml");
+    let pct = dom.matches("<svg class=\"chart percentiles\"").count();
+    assert!(
+        pct >= 4,
+        "a latency-percentile chart per workload and direction: {pct}"
+    );
+    assert!(
+        dom.contains("latency histogram</text>"),
+        "histograms per case"
+    );
+    for heading in ["Summary", "Cases in detail", "All cases"] {
+        assert!(dom.contains(&format!("<h2>{heading}</h2>")), "{heading}");
+    }
+    screenshot(bin, &html, "report-seed-2019.png", dir.path());
 }
 
 /// `examples/rebuild.toml` (healthy, degraded and rebuilding raid6, raid10 and raid5): the

@@ -34,13 +34,16 @@ type At<T> = (T, Option<Range<usize>>);
 pub struct PlanError {
     pub file: PathBuf,
     /// 1-based line, when known.
-    pub line: Option<usize>,
+    pub line: Option<u32>,
     /// Dotted path such as `arrays.level` or `workloads[1].bs`.
     pub field: String,
     /// The offending value as written, if any.
     pub value: Option<String>,
     /// What is wrong and how to fix it.
     pub message: String,
+    /// Other mistakes found in the same plan (in other tables), so that a plan with four
+    /// mistakes takes one run to see them all, not four. Boxed: an error stays small.
+    pub also: Box<Vec<PlanError>>,
 }
 
 impl fmt::Display for PlanError {
@@ -53,7 +56,23 @@ impl fmt::Display for PlanError {
         if let Some(v) = &self.value {
             write!(f, " = {v}")?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", self.message)?;
+        for e in self.also.iter() {
+            write!(f, "\n{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl PlanError {
+    /// The first of `errors`, carrying the others (`None` when there are none).
+    pub(crate) fn all(mut errors: Vec<PlanError>) -> Option<PlanError> {
+        if errors.is_empty() {
+            return None;
+        }
+        let mut first = errors.remove(0);
+        first.also = Box::new(errors);
+        Some(first)
     }
 }
 
@@ -108,6 +127,7 @@ impl Plan {
             field: "(syntax)".into(),
             value: None,
             message: e.message().trim().to_string() + " — the file is not valid TOML",
+            also: Box::default(),
         })?;
         let cx = Cx { text, path };
         cx.plan(doc.as_table())
@@ -172,6 +192,7 @@ impl Plan {
             field,
             value: (!value.is_empty()).then(|| format!("{value:?}")),
             message,
+            also: Box::default(),
         }
     }
 }
@@ -184,11 +205,14 @@ pub(crate) fn read_file(path: &Path, what: &str) -> Result<String, PlanError> {
         field: "(file)".into(),
         value: None,
         message: format!("cannot read {what}: {e}"),
+        also: Box::default(),
     })
 }
 
-pub(crate) fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].matches('\n').count() + 1
+/// The 1-based line of a byte offset (a plan of more than 4 billion lines is no plan).
+pub(crate) fn line_of(text: &str, byte: usize) -> u32 {
+    let n = text[..byte.min(text.len())].matches('\n').count() + 1;
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Parsing context: the text (for line numbers) and the file name.
@@ -230,6 +254,7 @@ impl<'a> Cx<'a> {
             field: field.to_string(),
             value,
             message: msg.into(),
+            also: Box::default(),
         }
     }
 }

@@ -38,10 +38,60 @@ pub(super) const RUN_KEYS: [Key; 3] = [REPEAT, SEED, TARGET];
 
 impl<'a> Cx<'a> {
     pub(super) fn plan(&self, root: &'a Table) -> Result<Plan, PlanError> {
-        self.known_keys(root, "", &TOP_KEYS)?;
-        let name = self.name(root)?;
-        let description = self.description(root)?;
+        // Independent parts are all read, and every part's first mistake reported at once.
+        let mut errors = Vec::new();
+        let mut keep = |r: Result<(), PlanError>| {
+            if let Err(e) = r {
+                errors.push(e);
+            }
+        };
+        keep(self.known_keys(root, "", &TOP_KEYS));
+        let (mut name, mut description, mut disks, mut run) = (None, None, None, None);
+        keep(self.name(root).map(|n| name = Some(n)));
+        keep(self.description(root).map(|d| description = Some(d)));
+        keep(self.disks_section(root).map(|d| disks = Some(d)));
+        keep(
+            match root.get("run") {
+                Some(item) => self
+                    .table(Field { path: "run", item })
+                    .and_then(|t| self.run(t)),
+                None => Ok(RunOptions::default()),
+            }
+            .map(|r| run = Some(r)),
+        );
+        let (arrays, workloads) = match self.matrices(root, disks.as_ref().map(|d| d.0.count)) {
+            Ok(m) => m,
+            Err(mut e) => {
+                let others = std::mem::take(&mut e.also);
+                errors.push(e);
+                errors.extend(*others);
+                (Vec::new(), Vec::new())
+            }
+        };
+        // In the order of the file, as a reader fixes them.
+        errors.sort_by_key(|e| e.line.unwrap_or(u32::MAX));
+        if let Some(e) = PlanError::all(errors) {
+            return Err(e);
+        }
+        let (Some(name), Some(description), Some((disks, member_size)), Some(run)) =
+            (name, description, disks, run)
+        else {
+            unreachable!("every part read without an error");
+        };
+        let cases = self.cases(&arrays, &workloads, &disks, member_size)?;
+        Ok(Plan {
+            name,
+            description,
+            source: self.path.to_path_buf(),
+            disks,
+            run,
+            cases,
+            text: self.text.to_string(),
+        })
+    }
 
+    /// `[disks]`: the disk set and, when the disks' size is known, a member's size.
+    fn disks_section(&self, root: &'a Table) -> Result<(DiskSet, Option<Bytes>), PlanError> {
         let disks_item = root.get("disks").ok_or_else(|| {
             self.err(
                 None,
@@ -56,22 +106,7 @@ impl<'a> Cx<'a> {
         })?;
         let disks = self.disks(disks_table)?;
         let member_size = self.member_size(&disks, disks_table)?;
-
-        let run = match root.get("run") {
-            Some(item) => self.run(self.table(Field { path: "run", item })?)?,
-            None => RunOptions::default(),
-        };
-
-        let cases = self.cases(root, &disks, member_size)?;
-        Ok(Plan {
-            name,
-            description,
-            source: self.path.to_path_buf(),
-            disks,
-            run,
-            cases,
-            text: self.text.to_string(),
-        })
+        Ok((disks, member_size))
     }
 
     /// The plan's name: it names the results directory, so no `/`, no control characters,

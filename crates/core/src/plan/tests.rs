@@ -623,3 +623,106 @@ fn rebuild_fields_and_their_rules() {
     assert_eq!(btrfs.field, "arrays.kernel", "{btrfs}");
     assert!(btrfs.message.contains("btrfs replace has none"), "{btrfs}");
 }
+
+/// Issue 19, item 5: `[workloads.fio]` passes fio options through (in the case's identity,
+/// so a plan with them is a new case) and refuses, at its line, what would break raidlab's
+/// contract with fio; the buffer fields are fields.
+#[test]
+fn fio_options_pass_through_and_the_contract_holds() {
+    let plain = parse(SEED_2013).unwrap();
+    let with = |extra: &str| SEED_2013.replace("[workloads]\n", &format!("[workloads]\n{extra}"));
+    let p = parse(&(with("refill_buffers = false\n") + "[workloads.fio]\nfsync = 1\nverify = \"crc32c\"\nrate_iops = 500\nzero_buffers = true\n")).unwrap();
+    let w = &p.cases()[0].workload;
+    let got: Vec<(&str, &str)> = w
+        .fio
+        .extra
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("fsync", "1"),
+            ("rate_iops", "500"),
+            ("verify", "crc32c"),
+            ("zero_buffers", "1")
+        ]
+    );
+    assert!(!w.fio.refill_buffers);
+    assert_ne!(
+        p.cases()[0].id,
+        plain.cases()[0].id,
+        "fio options are part of the case"
+    );
+    assert_eq!(
+        parse(&with("refill_buffers = true\n")).unwrap().cases()[0].id,
+        plain.cases()[0].id,
+        "the defaults keep ids"
+    );
+    let cases = [
+        (
+            "[workloads.fio]\nfilename = \"/dev/sda\"\n",
+            "workloads.fio.filename",
+            "raidlab names the array",
+        ),
+        (
+            "[workloads.fio]\nruntime = 30\n",
+            "workloads.fio.runtime",
+            "use workloads.runtime",
+        ),
+        (
+            "[workloads.fio]\noutput-format = \"normal\"\n",
+            "workloads.fio.output-format",
+            "reads fio's JSON",
+        ),
+        (
+            "[workloads.fio]\n\"a=b\" = 1\n",
+            "workloads.fio.a=b",
+            "letters, digits and `_`",
+        ),
+        (
+            "[workloads.fio]\nverify = [\"md5\"]\n",
+            "workloads.fio.verify",
+            "one value",
+        ),
+        (
+            "[workloads.fio]\nverify = \"md5\\nfilename=/dev/sda\"\n",
+            "workloads.fio.verify",
+            "no line breaks",
+        ),
+    ];
+    for (extra, field, why) in cases {
+        let e = parse(&(SEED_2013.to_string() + extra)).unwrap_err();
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains(why), "{e}");
+        assert!(e.line.is_some(), "{e}");
+    }
+}
+
+/// Issue 19, item 6: every table's first mistake is reported at once, in the file's
+/// order; a near-miss word is named (`raid-6`: did you mean `raid6`?), not accepted.
+#[test]
+fn every_tables_mistake_at_once_and_near_misses_named() {
+    let text = "name = \"x\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"raid-6\"\n[[workloads]]\nrw = \"randred\"\n[[workloads]]\nrw = \"read\"\nbs = \"1000\"\n[run]\nrepeat = 0\n";
+    let e = parse(text).unwrap_err();
+    let all: Vec<(&str, Option<u32>)> = std::iter::once(&e)
+        .chain(e.also.iter())
+        .map(|e| (e.field.as_str(), e.line))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            ("arrays.level", Some(6)),
+            ("workloads[0].rw", Some(8)),
+            ("workloads[1].bs", Some(11)),
+            ("run.repeat", Some(13)),
+        ]
+    );
+    assert!(e.message.contains("did you mean `raid6`?"), "{e}");
+    assert_eq!(e.to_string().lines().count(), 4, "one line each: {e}");
+    assert!("RAID6".parse::<Level>().is_ok(), "case does not matter");
+    assert!("rand_read"
+        .parse::<Rw>()
+        .unwrap_err()
+        .contains("did you mean `randread`?"));
+}

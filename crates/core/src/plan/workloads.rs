@@ -2,6 +2,8 @@
 //! fio workloads.
 
 use super::*;
+use crate::workload::FioOptions;
+use std::collections::BTreeMap;
 
 const RW: Key = Key::new("rw", "fio rw mode");
 const BS: Key = Key::new("bs", "block size");
@@ -14,10 +16,68 @@ const RAMP: Key = Key::new("ramp", "duration");
 const RWMIXREAD: Key = Key::new("rwmixread", "percentage").within(0, 100);
 const IOENGINE: Key = Key::new("ioengine", "fio ioengine");
 const DIRECT: Key = Key::new("direct", "true or false");
+const REFILL_BUFFERS: Key = Key::new("refill_buffers", "true or false");
+const BUFFER_PATTERN: Key = Key::new("buffer_pattern", "fio buffer pattern");
+const FIO: Key = Key::new("fio", "table of fio options");
 
 /// The fields of a `[workloads]` table, in the order its errors name them.
-pub(super) const WORKLOAD_KEYS: [Key; 11] = [
-    RW, BS, IODEPTH, NUMJOBS, SIZE, OFFSET, RUNTIME, RAMP, RWMIXREAD, IOENGINE, DIRECT,
+pub(super) const WORKLOAD_KEYS: [Key; 14] = [
+    RW,
+    BS,
+    IODEPTH,
+    NUMJOBS,
+    SIZE,
+    OFFSET,
+    RUNTIME,
+    RAMP,
+    RWMIXREAD,
+    IOENGINE,
+    DIRECT,
+    REFILL_BUFFERS,
+    BUFFER_PATTERN,
+    FIO,
+];
+
+/// fio options `[workloads.fio]` may not set, with what to do instead: raidlab's own
+/// fields, and what raidlab's contract with fio rests on (the file it names, the JSON it
+/// reads, the logs it keeps, the time it measures for).
+const RESERVED: [(&str, &str); 30] = [
+    ("rw", "use workloads.rw"),
+    ("readwrite", "use workloads.rw"),
+    ("bs", "use workloads.bs"),
+    ("blocksize", "use workloads.bs"),
+    ("iodepth", "use workloads.iodepth"),
+    ("numjobs", "use workloads.numjobs"),
+    ("size", "use workloads.size"),
+    ("filesize", "use workloads.size"),
+    ("offset", "use workloads.offset"),
+    ("runtime", "use workloads.runtime"),
+    ("timeout", "use workloads.runtime"),
+    ("ramp_time", "use workloads.ramp"),
+    ("rwmixread", "use workloads.rwmixread"),
+    ("rwmixwrite", "use workloads.rwmixread"),
+    ("ioengine", "use workloads.ioengine"),
+    ("direct", "use workloads.direct"),
+    ("buffered", "use workloads.direct"),
+    ("refill_buffers", "use workloads.refill_buffers"),
+    ("buffer_pattern", "use workloads.buffer_pattern"),
+    (
+        "time_based",
+        "raidlab always measures for the runtime (time_based=1)",
+    ),
+    ("filename", "raidlab names the array or its test file"),
+    (
+        "filename_format",
+        "raidlab names the array or its test file",
+    ),
+    ("directory", "raidlab names the array or its test file"),
+    ("name", "raidlab names the job by its case"),
+    ("output", "raidlab reads fio's output where it asked for it"),
+    ("output-format", "raidlab reads fio's JSON"),
+    ("group_reporting", "raidlab reports all jobs together"),
+    ("write_iops_log", "raidlab keeps its own per-second logs"),
+    ("write_lat_log", "raidlab keeps its own per-second logs"),
+    ("log_avg_msec", "raidlab keeps its own per-second logs"),
 ];
 
 /// The fields of one `[workloads]` table as written (lists with their spans), with the
@@ -34,6 +94,7 @@ struct WorkloadFields {
     rwmix: At<u8>,
     ioengine: String,
     direct: bool,
+    fio: FioOptions,
 }
 
 impl<'a> Cx<'a> {
@@ -106,6 +167,15 @@ impl<'a> Cx<'a> {
         let (direct, _) = self
             .single::<bool>(t, prefix, DIRECT)?
             .unwrap_or((true, None));
+        let fio = FioOptions {
+            refill_buffers: self
+                .single::<bool>(t, prefix, REFILL_BUFFERS)?
+                .is_none_or(|v| v.0),
+            buffer_pattern: self
+                .single::<String>(t, prefix, BUFFER_PATTERN)?
+                .map(|v| v.0),
+            extra: self.fio_table(t, prefix)?,
+        };
         Ok(WorkloadFields {
             rws,
             bss,
@@ -118,7 +188,59 @@ impl<'a> Cx<'a> {
             rwmix,
             ioengine,
             direct,
+            fio,
         })
+    }
+
+    /// `[workloads.fio]`: option = value pairs for fio, each a name fio could have (letters,
+    /// digits, `_`) with one scalar value, none of them [`RESERVED`]. fio itself checks
+    /// them before a run on a real target (`fio --parse-only`).
+    fn fio_table(&self, t: &'a Table, prefix: &str) -> Result<BTreeMap<String, String>, PlanError> {
+        let mut out = BTreeMap::new();
+        let Some(item) = t.get(FIO.name) else {
+            return Ok(out);
+        };
+        let path = FIO.at(prefix);
+        let table = self.table(Field { path: &path, item })?;
+        for (k, v) in table.iter() {
+            let field = format!("{path}.{k}");
+            let span = table.key(k).and_then(|key| key.span()).or_else(|| v.span());
+            if let Some((_, fix)) = RESERVED.iter().find(|(r, _)| *r == k) {
+                return Err(self.err(span, &field, None, format!("not here: {fix}")));
+            }
+            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(self.err(
+                    span,
+                    &field,
+                    None,
+                    "an fio option's name is letters, digits and `_` (see `fio --cmdhelp`)",
+                ));
+            }
+            let value = match v.as_value() {
+                Some(Value::String(s)) => s.value().clone(),
+                Some(Value::Integer(i)) => i.value().to_string(),
+                Some(Value::Float(f)) => f.value().to_string(),
+                Some(Value::Boolean(b)) => u8::from(*b.value()).to_string(),
+                _ => {
+                    return Err(self.err(
+                        v.span(),
+                        &field,
+                        Some(show(v)),
+                        "one value: a string, a number or true/false (fio's `fsync = 1`)",
+                    ))
+                }
+            };
+            if value.contains(['\n', '\r']) {
+                return Err(self.err(
+                    v.span(),
+                    &field,
+                    Some(show(v)),
+                    "one line: fio's job files take no line breaks in a value",
+                ));
+            }
+            out.insert(k.to_string(), value);
+        }
+        Ok(out)
     }
 
     /// A runtime fio can measure in; a read share that is a percentage.
@@ -210,5 +332,6 @@ fn workload(w: &WorkloadFields, rw: Rw, bs: Bytes, iodepth: u32, numjobs: u32) -
         },
         ioengine: w.ioengine.clone(),
         direct: w.direct,
+        fio: w.fio.clone(),
     }
 }
