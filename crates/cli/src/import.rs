@@ -286,10 +286,49 @@ fn merge_job_logs(name: &str, files: &[PathBuf]) -> Result<Vec<u8>> {
     Ok(out.into_bytes())
 }
 
+/// The kinds of fio log kept, by fio's name for them, and the name results keep them under.
+const LOG_KINDS: [(&str, &str); 5] = [
+    ("iops", "iops.log"),
+    ("lat", "lat.log"),
+    ("bw", "bw.log"),
+    ("clat", "clat.log"),
+    ("slat", "slat.log"),
+];
+
+/// fio's logs by (folder, prefix, kind): `<prefix>_<kind>[.<job>].log`, each name read once.
+type Logs = BTreeMap<(PathBuf, String, &'static str), Vec<PathBuf>>;
+
+fn index_logs(files: &[PathBuf]) -> Logs {
+    let mut out = Logs::new();
+    for f in files {
+        let Some(name) = f.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(base) = name.strip_suffix(".log") else {
+            continue;
+        };
+        // `.3` after the kind: a per-job log.
+        let base = match base.rsplit_once('.') {
+            Some((b, job)) if !job.is_empty() && job.bytes().all(|c| c.is_ascii_digit()) => b,
+            _ => base,
+        };
+        let Some((prefix, kind)) = base.rsplit_once('_') else {
+            continue;
+        };
+        if let Some((kind, _)) = LOG_KINDS.iter().find(|(k, _)| *k == kind) {
+            let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+            out.entry((dir, prefix.to_string(), kind))
+                .or_default()
+                .push(f.clone());
+        }
+    }
+    out
+}
+
 /// The logs fio wrote beside a result: `<prefix>_<kind>[.<job>].log` where the prefix is
 /// the JSON's name or bench-fio's `<mode>-iodepth-<qd>-numjobs-<jobs>`; by the names
 /// results keep them under (`iops.log`, `lat.log`, `bw.log`, `clat.log`, `slat.log`).
-fn logs_of(json: &Path, logs: &BTreeMap<PathBuf, Vec<PathBuf>>) -> Vec<(String, Vec<PathBuf>)> {
+fn logs_of(json: &Path, logs: &Logs) -> Vec<(String, Vec<PathBuf>)> {
     let (Some(dir), Some(stem)) = (json.parent(), json.file_stem().and_then(|s| s.to_str())) else {
         return Vec::new();
     };
@@ -297,40 +336,18 @@ fn logs_of(json: &Path, logs: &BTreeMap<PathBuf, Vec<PathBuf>>) -> Vec<(String, 
     if let [jobs, qd, mode] = stem.rsplitn(3, '-').collect::<Vec<_>>().as_slice() {
         prefixes.push(format!("{mode}-iodepth-{qd}-numjobs-{jobs}"));
     }
-    let Some(here) = logs.get(dir) else {
-        return Vec::new();
-    };
-    [
-        ("iops", "iops.log"),
-        ("lat", "lat.log"),
-        ("bw", "bw.log"),
-        ("clat", "clat.log"),
-        ("slat", "slat.log"),
-    ]
-    .into_iter()
-    .filter_map(|(kind, name)| {
-        let files: Vec<PathBuf> = here
-            .iter()
-            .filter(|f| {
-                let n = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                prefixes.iter().any(|p| {
-                    n.strip_prefix(p.as_str())
-                        .and_then(|r| r.strip_prefix(&format!("_{kind}")))
-                        .is_some_and(|r| r == ".log" || is_job_suffix(r))
-                })
-            })
-            .cloned()
-            .collect();
-        (!files.is_empty()).then(|| (name.to_string(), files))
-    })
-    .collect()
-}
-
-/// `.3.log`: a per-job log's suffix.
-fn is_job_suffix(r: &str) -> bool {
-    r.strip_prefix('.')
-        .and_then(|r| r.strip_suffix(".log"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    LOG_KINDS
+        .iter()
+        .filter_map(|(kind, name)| {
+            let files: Vec<PathBuf> = prefixes
+                .iter()
+                .filter_map(|p| logs.get(&(dir.to_path_buf(), p.clone(), *kind)))
+                .flatten()
+                .cloned()
+                .collect();
+            (!files.is_empty()).then(|| (name.to_string(), files))
+        })
+        .collect()
 }
 
 pub fn import(a: ImportArgs) -> Result<()> {
@@ -358,11 +375,7 @@ pub fn import(a: ImportArgs) -> Result<()> {
             a.source.display()
         );
     }
-    let mut logs_by_dir: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-    for l in &log_files {
-        let dir = l.parent().map(Path::to_path_buf).unwrap_or_default();
-        logs_by_dir.entry(dir).or_default().push(l.clone());
-    }
+    let logs_by_dir = index_logs(&log_files);
     // Each file's source label, repetition (the runs of one benchmark numbered in
     // order) and logs.
     let mut runs: BTreeMap<String, u32> = BTreeMap::new();
@@ -541,20 +554,20 @@ mod tests {
             raidlab_model::lat_ms_per_second(&lat),
             vec![125e-6, 200e-6, 70e-6]
         );
-        let mut logs = BTreeMap::new();
         let names = [
             "randread-4-1.json",
             "randread-iodepth-4-numjobs-1_iops.1.log",
             "randread-4-1_lat.log",
             "randread-4-10_iops.1.log",
             "randread-4-1_iops.x.log",
+            "randread-4-1_clat.2.log",
         ];
-        logs.insert(
-            dir.path().to_path_buf(),
-            names[1..].iter().map(|n| dir.path().join(n)).collect(),
-        );
-        let found = logs_of(&dir.path().join(names[0]), &logs);
+        let files: Vec<PathBuf> = names[1..].iter().map(|n| dir.path().join(n)).collect();
+        let found = logs_of(&dir.path().join(names[0]), &index_logs(&files));
         let found: Vec<(&str, usize)> = found.iter().map(|(n, f)| (n.as_str(), f.len())).collect();
-        assert_eq!(found, vec![("iops.log", 1), ("lat.log", 1)]);
+        assert_eq!(
+            found,
+            vec![("iops.log", 1), ("lat.log", 1), ("clat.log", 1)]
+        );
     }
 }
