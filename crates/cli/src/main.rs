@@ -120,6 +120,33 @@ fn plan(a: args::PlanArgs) -> Result<()> {
     Ok(())
 }
 
+/// `report DIR --format svg -o CHARTS/` without axes: every chart of the report as an SVG
+/// file of its own in the directory CHARTS.
+fn every_chart(a: &args::ReportArgs) -> Result<()> {
+    let Some(dir) = a.output.as_ref().filter(|p| p.as_os_str() != "-") else {
+        anyhow::bail!(
+            "--format svg writes every chart of the report into a directory (-o charts/), or one chart with --x DIM --y METRIC (-o chart.svg)"
+        );
+    };
+    let store = raidlab_store::Store::open(&a.dir)?;
+    let title = store.meta()?.name;
+    let built = raidlab_report::build(&store)?;
+    let page = raidlab_report::html::render_report(&raidlab_report::Report {
+        title: &title,
+        rows: &built.rows,
+        details: &built.details,
+        axes: None,
+    });
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let charts = raidlab_report::page_charts(&page);
+    for (name, svg) in &charts {
+        let path = dir.join(name);
+        std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    raidlab_backend::note!("wrote {} SVG charts into {}", charts.len(), dir.display());
+    Ok(())
+}
+
 fn report(a: args::ReportArgs) -> Result<()> {
     let format = a.format;
     let axes = match (a.x, a.y) {
@@ -135,9 +162,7 @@ fn report(a: args::ReportArgs) -> Result<()> {
         (Some(_), _) => anyhow::bail!(
             "--x/--y draw a chart: into the HTML report (drop --format) or alone (--format svg -o chart.svg)"
         ),
-        (None, _) => anyhow::bail!(
-            "--format svg writes the --x/--y chart alone: name its axes, e.g. --x chunk --y write_iops"
-        ),
+        (None, _) => return every_chart(&a),
     }
     let store = raidlab_store::Store::open(&a.dir)?;
     let title = store.meta()?.name;

@@ -155,6 +155,13 @@ impl Plan {
                 self.source.display()
             )));
         }
+        if kind == TargetKind::Sim && self.run.precondition > 0 {
+            notes.push(TargetNote(format!(
+                "{}: run.precondition = {} writes each test region before it is measured on the host and vm targets; the simulated disks keep no state such a pass would change, so the sim target skips it",
+                self.source.display(),
+                self.run.precondition
+            )));
+        }
         if kind == TargetKind::Sim {
             let mut options: Vec<String> = self
                 .cases()

@@ -121,6 +121,14 @@ pub struct FioOptions {
     /// `[workloads.fio]`: fio options written verbatim after raidlab's own, in name order.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, String>,
+    /// `[run] precondition`: sequential write passes over the test region before the
+    /// measured run (fio's `loops` on the layout pass); 0 for none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub precondition: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for FioOptions {
@@ -129,6 +137,7 @@ impl Default for FioOptions {
             refill_buffers: true,
             buffer_pattern: None,
             extra: BTreeMap::new(),
+            precondition: 0,
         }
     }
 }

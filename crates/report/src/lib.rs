@@ -62,18 +62,61 @@ pub fn export(rows: &[Row], format: Format, title: &str) -> Vec<u8> {
 pub fn chart_svg(rows: &[Row], x: Dim, y: Metric) -> String {
     let all: Vec<&Row> = rows.iter().collect();
     let sw = axis::sweep(&all, x, y);
-    let chart = svg::line_chart(
+    standalone(&svg::line_chart(
         "custom",
         &format!("{y} by {x}"),
         y.unit(),
         &sw.xs,
         &sw.series,
-    );
+    ))
+}
+
+/// Every chart of a report page as a file of its own: (a file name made of its number and
+/// title, the standalone SVG), in the page's order.
+pub fn page_charts(page: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = page;
+    while let Some(i) = rest.find("<svg ") {
+        let end = rest[i..]
+            .find("</svg>")
+            .map_or(rest.len(), |e| i + e + "</svg>".len());
+        let chart = &rest[i..end];
+        let title = chart
+            .split("<title>")
+            .nth(1)
+            .and_then(|t| t.split("</title>").next())
+            .unwrap_or("chart");
+        let mut slug: String = title
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        while slug.contains("--") {
+            slug = slug.replace("--", "-");
+        }
+        let slug: String = slug.trim_matches('-').chars().take(80).collect();
+        out.push((
+            format!("{:03}-{slug}.svg", out.len() + 1),
+            standalone(chart),
+        ));
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// A chart as an SVG file: the XML namespace, a white background and the report's styles
+/// inside it.
+fn standalone(chart: &str) -> String {
     chart
         .replacen(
             "<svg ",
             "<svg xmlns=\"http://www.w3.org/2000/svg\" style=\"background:#fff;font:13px system-ui,sans-serif\" ",
             1,
         )
-    .replacen("</title>", &format!("</title><style>{}</style>", html::CSS), 1)
+        .replacen("</title>", &format!("</title><style>{}</style>", html::CSS), 1)
 }

@@ -29,7 +29,7 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
     } else {
         device.clone()
     };
-    if on_fs || case.workload.rw.reads() {
+    if on_fs || case.workload.rw.reads() || case.workload.fio.precondition > 0 {
         steps.push(layout(case, &target_file));
     }
     if a.engine == Engine::Btrfs && !a.state.is_healthy() {
@@ -372,23 +372,29 @@ fn mount(device: &str, paths: &Paths) -> [Step; 2] {
 /// touching the disks.
 fn layout(case: &Case, target_file: &str) -> Step {
     let w = &case.workload;
+    let mut argv_ = vec![
+        "fio".into(),
+        "--name=layout".into(),
+        format!("--filename={target_file}"),
+        "--rw=write".into(),
+        "--bs=1m".into(),
+        // Deep enough that raid5/6 see full stripes and the layout takes seconds.
+        "--iodepth=16".into(),
+        "--direct=1".into(),
+        format!("--ioengine={}", w.ioengine),
+        format!("--size={}", w.size.to_fio()),
+        format!("--offset={}", w.offset.to_fio()),
+        "--fallocate=none".into(),
+        "--output=/dev/null".into(),
+    ];
+    // `[run] precondition`: that many passes (bench-fio's precondition.fio writes the
+    // device twice); without it, one pass lays the region out.
+    if w.fio.precondition > 0 {
+        argv_.push(format!("--loops={}", w.fio.precondition));
+    }
     Step {
         phase: Phase::Layout,
-        action: argv([
-            "fio".into(),
-            "--name=layout".into(),
-            format!("--filename={target_file}"),
-            "--rw=write".into(),
-            "--bs=1m".into(),
-            // Deep enough that raid5/6 see full stripes and the layout takes seconds.
-            "--iodepth=16".into(),
-            "--direct=1".into(),
-            format!("--ioengine={}", w.ioengine),
-            format!("--size={}", w.size.to_fio()),
-            format!("--offset={}", w.offset.to_fio()),
-            "--fallocate=none".into(),
-            "--output=/dev/null".into(),
-        ]),
+        action: argv(argv_),
         opens: None,
         closes: None,
     }

@@ -545,6 +545,25 @@ mod tests {
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}: {s}");
     }
 
+    /// `[run] precondition = 2`: even a raw write workload gets the layout pass, written
+    /// twice; without it, a raw write workload has none.
+    #[test]
+    fn preconditioning_writes_the_region_before_measuring() {
+        let raw = "[arrays]\nlevel = \"raid5\"\nfilesystem = \"none\"\n[workloads]\nrw = \"randwrite\"\nsize = \"1g\"\n";
+        let text = |run: &str| {
+            let full = format!("name = \"t\"\n[disks]\ncount = 4\n{raw}{run}");
+            plan_script(&Plan::parse(&full, Path::new("t.toml")).unwrap())
+        };
+        assert!(!text("").contains("--name=layout"), "nothing to lay out");
+        let s = text("[run]\nprecondition = 2\n");
+        let layout = s
+            .lines()
+            .find(|l| l.contains("--name=layout"))
+            .expect("a layout pass");
+        assert!(layout.contains("--loops=2"), "{layout}");
+        assert!(s.find("--name=layout").unwrap() < s.find("fio --output-format").unwrap());
+    }
+
     #[test]
     fn btrfs_uses_profiles() {
         let p = plan("[arrays]\nengine = \"btrfs\"\nlevel = \"raid10\"");

@@ -524,7 +524,34 @@ fn report_x_y_chart_and_unknown_names() {
         .args(["report", out.to_str().unwrap(), "--format", "svg"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("name its axes, e.g. --x chunk"));
+        .stderr(predicate::str::contains("into a directory (-o charts/)"));
+    // Every chart of the report, each a file of its own.
+    let charts = dir.path().join("charts");
+    raidlab()
+        .args(["report", out.to_str().unwrap(), "--format", "svg", "-o"])
+        .arg(&charts)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&charts)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), page.matches("<svg ").count());
+    assert!(files[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("001-"));
+    for f in &files {
+        let svg = std::fs::read_to_string(f).unwrap();
+        assert!(
+            svg.starts_with("<svg xmlns=") && svg.ends_with("</svg>"),
+            "{f:?}"
+        );
+    }
 }
 
 /// Issue 6: `compare` says a single run cannot be tested, and runs Mann–Whitney U on

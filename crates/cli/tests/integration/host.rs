@@ -666,7 +666,7 @@ fn fio_options_pass_through_on_the_host_target() {
         return;
     }
     let lab = Lab::new(1);
-    let body = "[arrays]\nlevel = \"single\"\nfilesystem = \"xfs\"\n[workloads]\nrw = \"randwrite\"\nsize = \"64m\"\nruntime = \"1s\"\nrefill_buffers = false\nbuffer_pattern = \"0xdeadbeef\"\n[workloads.fio]\n";
+    let body = "[run]\nprecondition = 2\n[arrays]\nlevel = \"single\"\nfilesystem = \"xfs\"\n[workloads]\nrw = \"randwrite\"\nsize = \"64m\"\nruntime = \"1s\"\nrefill_buffers = false\nbuffer_pattern = \"0xdeadbeef\"\n[workloads.fio]\n";
     let plan = lab.plan(1, &format!("{body}fsync = 1\n"));
     let o = lab.run_host(&plan, &[], &[]);
     assert!(o.status.success(), "{}", text(&o));
@@ -698,6 +698,14 @@ fn fio_options_pass_through_on_the_host_target() {
         at("randrepeat=0") < at("fsync=1"),
         "the plan's options after raidlab's"
     );
+    // `[run] precondition = 2`: the region written twice before the measured run, as the
+    // commands the report shows say.
+    let html = std::fs::read_to_string(lab.out().join("report.html")).unwrap();
+    let layout = html
+        .lines()
+        .find(|l| l.contains("--name=layout"))
+        .expect("the layout pass in the report's commands");
+    assert!(layout.contains("--loops=2"), "{layout}");
 
     let bad = lab.plan(1, &format!("{body}fsyncc = 1\n"));
     let before = std::fs::read_dir(lab.out().join("raw")).unwrap().count();

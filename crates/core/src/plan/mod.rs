@@ -87,6 +87,10 @@ pub struct RunOptions {
     pub seed: u64,
     /// Default target when the command line names none.
     pub target: Option<TargetKind>,
+    /// Sequential write passes over each case's test region before it is measured
+    /// (`[run] precondition`; 0: none). Copied into every workload, as it changes what
+    /// is measured.
+    pub precondition: u32,
 }
 
 /// Without a `[run]` table: one result per case, seed 1, the command line's target.
@@ -96,6 +100,7 @@ impl Default for RunOptions {
             repeat: 1,
             seed: 1,
             target: None,
+            precondition: 0,
         }
     }
 }

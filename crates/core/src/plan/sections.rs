@@ -32,9 +32,10 @@ pub(super) const DISK_KEYS: [Key; 8] = [
 const REPEAT: Key = Key::new("repeat", "count");
 const SEED: Key = Key::new("seed", "number");
 const TARGET: Key = Key::new("target", "target");
+const PRECONDITION: Key = Key::new("precondition", "write passes").within(0, 16);
 
 /// The fields of `[run]`.
-pub(super) const RUN_KEYS: [Key; 3] = [REPEAT, SEED, TARGET];
+pub(super) const RUN_KEYS: [Key; 4] = [REPEAT, SEED, TARGET, PRECONDITION];
 
 impl<'a> Cx<'a> {
     pub(super) fn plan(&self, root: &'a Table) -> Result<Plan, PlanError> {
@@ -78,6 +79,14 @@ impl<'a> Cx<'a> {
         else {
             unreachable!("every part read without an error");
         };
+        // Preconditioning changes what is measured: it is part of every case.
+        let workloads: Vec<At<Workload>> = workloads
+            .into_iter()
+            .map(|(mut w, span)| {
+                w.fio.precondition = run.precondition;
+                (w, span)
+            })
+            .collect();
         let cases = self.cases(&arrays, &workloads, &disks, member_size)?;
         Ok(Plan {
             name,
@@ -402,10 +411,27 @@ impl<'a> Cx<'a> {
             ),
             None => None,
         };
+        let precondition = match self.single::<u32>(t, "run", PRECONDITION)? {
+            Some((n, s)) if !PRECONDITION.takes(n) => {
+                return Err(self.err(
+                    s,
+                    &PRECONDITION.at("run"),
+                    Some(n.to_string()),
+                    format!(
+                        "use {} to {} sequential passes over the test region",
+                        PRECONDITION.min(),
+                        PRECONDITION.max()
+                    ),
+                ))
+            }
+            Some((n, _)) => n,
+            None => 0,
+        };
         Ok(RunOptions {
             repeat,
             seed,
             target,
+            precondition,
         })
     }
 }

@@ -726,3 +726,20 @@ fn every_tables_mistake_at_once_and_near_misses_named() {
         .unwrap_err()
         .contains("did you mean `randread`?"));
 }
+
+/// Issue 19, item 5: `[run] precondition` is part of every case; out of range is refused.
+#[test]
+fn preconditioning_is_part_of_the_case() {
+    let plain = parse(SEED_2013).unwrap();
+    let text = SEED_2013.replace("[run]\n", "[run]\nprecondition = 2\n");
+    assert_ne!(text, SEED_2013, "the fixture has a [run] table");
+    let p = parse(&text).unwrap();
+    assert_eq!(p.run.precondition, 2);
+    assert!(p.cases().iter().all(|c| c.workload.fio.precondition == 2));
+    assert_ne!(p.cases()[0].id, plain.cases()[0].id);
+    let e = parse(&SEED_2013.replace("[run]\n", "[run]\nprecondition = 99\n")).unwrap_err();
+    assert_eq!(
+        (e.field.as_str(), e.value.as_deref()),
+        ("run.precondition", Some("99"))
+    );
+}

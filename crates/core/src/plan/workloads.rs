@@ -175,6 +175,8 @@ impl<'a> Cx<'a> {
                 .single::<String>(t, prefix, BUFFER_PATTERN)?
                 .map(|v| v.0),
             extra: self.fio_table(t, prefix)?,
+            // `[run] precondition`, set on every workload once `[run]` is read.
+            precondition: 0,
         };
         Ok(WorkloadFields {
             rws,
