@@ -50,6 +50,13 @@ pub enum Command {
     /// Prepare (build) or inspect (status) the VM lab: a Debian kernel and an initramfs with mdadm and fio.
     #[command(subcommand)]
     Lab(LabCommand),
+    /// On a fleet host: every result of a results directory as JSON lines (what the
+    /// controller asks for on --resume).
+    #[command(hide = true)]
+    FleetReplay {
+        /// The results directory.
+        dir: PathBuf,
+    },
     /// Inside a VM-lab guest: run the boot's cases (started by the guest's /init).
     #[command(hide = true)]
     Guest {
@@ -114,6 +121,14 @@ pub struct RunArgs {
     /// every member, before any array is built); 0 skips it.
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = clap::value_parser!(Nanos))]
     pub baseline: Nanos,
+    /// Host target: run the plan on every host of this hosts file over ssh (a fleet; see
+    /// docs/fleet.md), each with its own devices; the results come back into --out.
+    #[arg(long, value_name = "HOSTS.toml", conflicts_with = "dry_run")]
+    pub hosts: Option<PathBuf>,
+    /// Report progress and every committed result as JSON lines on standard output
+    /// (what a fleet controller reads from each host), instead of the bar and the table.
+    #[arg(long)]
+    pub events: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,6 +165,9 @@ pub struct CleanupArgs {
     /// Results directories whose journal to replay [default: every one registered in
     /// $RAIDLAB_STATE_DIR/active, by default /var/lib/raidlab/active].
     pub dirs: Vec<PathBuf>,
+    /// Run the cleanup on every host of this hosts file instead, over ssh.
+    #[arg(long, value_name = "HOSTS.toml", conflicts_with = "dirs")]
+    pub hosts: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod advise;
 mod args;
 mod calibrate;
 mod compare;
+mod fleet;
 mod host;
 mod import;
 mod lab;
@@ -55,7 +56,11 @@ fn run_cli() -> Result<()> {
         Command::Advise(a) => advise::advise(a),
         Command::Compare(a) => compare::compare(a),
         Command::Disks(a) => host::disks(a),
-        Command::Cleanup(a) => host::cleanup(a),
+        Command::Cleanup(a) => match &a.hosts {
+            Some(h) => fleet::cleanup(h),
+            None => host::cleanup(a),
+        },
+        Command::FleetReplay { dir } => fleet::replay(&dir),
         Command::Lab(c) => lab::lab(c),
         Command::Guest { job, out } => {
             raidlab_vm::guest::run(&job, &out).map_err(anyhow::Error::msg)

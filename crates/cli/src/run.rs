@@ -47,6 +47,9 @@ fn check_fio_options(plan: &Plan) -> Result<()> {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
+    if a.hosts.is_some() {
+        return crate::fleet::run(a);
+    }
     let plan = Plan::load(&a.plan)?;
     let kind = a.target.or(plan.run.target).unwrap_or_default();
     for note in plan.target_notes(kind) {
@@ -123,13 +126,39 @@ pub fn run(a: RunArgs) -> Result<()> {
             todo.len()
         );
     }
+    let quiet = a.quiet || a.events;
     let pb = if kind.capabilities().real_time {
-        crate::progress::timed(raidlab_runner::total(kind, &todo), a.quiet)
+        crate::progress::timed(raidlab_runner::total(kind, &todo), quiet)
     } else {
-        crate::progress::bar(todo.len() as u64, a.quiet)
+        crate::progress::bar(todo.len() as u64, quiet)
     };
     pb.set_message(format!("target {kind}"));
+    let wire = |w: raidlab_fleet::Wire| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", w.line());
+        let _ = out.flush();
+    };
+    if a.events {
+        wire(raidlab_fleet::Wire::Started {
+            pid: std::process::id(),
+            total: raidlab_runner::total(kind, &todo),
+            pending: todo.len(),
+        });
+    }
     let events = |e: Event| {
+        if a.events {
+            match e {
+                Event::Message(text) => wire(raidlab_fleet::Wire::Message { text }),
+                Event::Position(value) => wire(raidlab_fleet::Wire::Position { value }),
+                Event::Stopping => wire(raidlab_fleet::Wire::Message {
+                    text: "stopping".into(),
+                }),
+                Event::Committed(r) => wire(raidlab_fleet::Wire::Result(Box::new(
+                    raidlab_fleet::WireResult::from_new(&r),
+                ))),
+            }
+            return;
+        }
         match e {
         Event::Message(m) => pb.set_message(m),
         Event::Position(p) => pb.set_position(p),
@@ -139,6 +168,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             )
         }),
         Event::Stopping => pb.set_message("stopping"),
+        Event::Committed(_) => {}
     }
     };
     let runner = Runner {
@@ -146,9 +176,19 @@ pub fn run(a: RunArgs) -> Result<()> {
         stop: &stop,
         events: &events,
     };
-    let outcome = runner.run(&mut store, &todo)?;
+    let outcome = runner.run(&mut store, &todo);
     pb.finish_and_clear();
-    write_report(&store, &plan.name, &out)?;
+    if a.events {
+        let error = match &outcome {
+            Err(e) => Some(e.to_string()),
+            Ok(_) if stop.load(Ordering::SeqCst) => Some("interrupted".into()),
+            Ok(o) if !o.failures.is_empty() => Some(o.failures.join("; ")),
+            Ok(_) => None,
+        };
+        wire(raidlab_fleet::Wire::Finished { error });
+    }
+    let outcome = outcome?;
+    write_report(&store, &plan.name, &out, !a.events)?;
     if stop.load(Ordering::SeqCst) {
         bail!(
             "interrupted: the results finished so far are stored in {}; continue with\n  {}",
@@ -167,7 +207,7 @@ pub fn run(a: RunArgs) -> Result<()> {
 }
 
 /// What the results directory records about the run that made it.
-fn meta(plan: &Plan, path: &Path, kind: TargetKind) -> ExperimentMeta {
+pub(crate) fn meta(plan: &Plan, path: &Path, kind: TargetKind) -> ExperimentMeta {
     ExperimentMeta {
         name: plan.name.clone(),
         plan_path: Some(path.display().to_string()),
@@ -219,7 +259,7 @@ fn open_target(
 }
 
 /// `report.html` into the results directory, the Markdown table on standard output.
-fn write_report(store: &Store, title: &str, out: &Path) -> Result<()> {
+pub(crate) fn write_report(store: &Store, title: &str, out: &Path, table: bool) -> Result<()> {
     let built = raidlab_report::build(store)?;
     let html = raidlab_report::html::render_report(&raidlab_report::Report {
         title,
@@ -229,8 +269,10 @@ fn write_report(store: &Store, title: &str, out: &Path) -> Result<()> {
     });
     let report = out.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
-    let table = raidlab_report::export(&built.rows, raidlab_report::Format::Markdown, title);
-    std::io::stdout().lock().write_all(&table)?;
+    if table {
+        let table = raidlab_report::export(&built.rows, raidlab_report::Format::Markdown, title);
+        std::io::stdout().lock().write_all(&table)?;
+    }
     raidlab_backend::note!(
         "\nresults: {}\nreport:  {}",
         out.display(),

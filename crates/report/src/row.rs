@@ -94,6 +94,8 @@ pub struct Row {
     pub source: Option<String>,
     /// The fio version that measured the result (`fio-3.33`; `raidlab-sim-…` when simulated).
     pub fio_version: Option<String>,
+    /// The fleet host the result came from (its target is `host.NAME`); empty otherwise.
+    pub host: Option<String>,
     /// Short label for charts (`raid10 f2 512k`; an import's source).
     pub array_label: String,
 }
@@ -183,6 +185,7 @@ impl Row {
                 .then_some(u32::from(workload.rwmixread)),
             source: None,
             fio_version: figures.iter().find_map(|f| f.fio_version.clone()),
+            host: target.strip_prefix("host.").map(String::from),
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const SETUP_SECS: u64 = 5;
 
 /// What the loop reports while it runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Event {
     /// What is happening now (`case 2/8 · raid5 … · mkfs`, `… done`, `teardown`).
     Message(String),
@@ -26,6 +26,8 @@ pub enum Event {
     Position(u64),
     /// A signal arrived: no new case starts; what is in flight ends and is torn down.
     Stopping,
+    /// A result the store has just committed (a fleet host sends it to its controller).
+    Committed(Box<NewResult>),
 }
 
 /// Why the loop stopped early.
@@ -254,7 +256,7 @@ impl Runner<'_> {
             case: case.id.0.clone(),
             why: e.to_string(),
         })?;
-        store.commit_result(&NewResult {
+        let result = NewResult {
             case_id: case.id.clone(),
             repetition: rep,
             target: self.target.kind().name().into(),
@@ -265,7 +267,9 @@ impl Runner<'_> {
             started_unix: started,
             wall_ns: wall.as_nanos() as u64,
             source: None,
-        })?;
+        };
+        store.commit_result(&result)?;
+        (self.events)(Event::Committed(Box::new(result)));
         Ok(())
     }
 }

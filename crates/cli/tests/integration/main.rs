@@ -5,6 +5,7 @@
 mod advise;
 mod calibrate;
 mod cli;
+mod fleet;
 mod host;
 mod host_safety;
 mod import;

@@ -1,0 +1,259 @@
+//! One host's part of a fleet run, over ssh: check that it can run this binary, install
+//! the binary and the plan, replay what it already holds, run the plan, and hand every
+//! event to the controller as it comes.
+
+use crate::hosts::Host;
+use crate::ssh::{quote, Ssh};
+use crate::wire::Wire;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::Stdio;
+
+/// What happened on a host, for the controller.
+#[derive(Debug)]
+pub enum Update {
+    /// A line the host's raidlab sent.
+    Wire(Wire),
+    /// The host cannot go on (unreachable, cannot run the binary, its run failed, its
+    /// session ended); what it sent before stays.
+    Lost(String),
+    /// The host's part is done.
+    Done,
+}
+
+/// The options of a host's run, as the controller was given them.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub resume: bool,
+    /// `--baseline` (e.g. `10s`, `0`).
+    pub baseline: String,
+    /// Which run this is: the host keeps each controller's results directory apart, in
+    /// `workdir/runs/RUN` (the same on `--resume`).
+    pub run: String,
+}
+
+fn run_ssh(ssh: &Ssh, remote: &str, stdin: Option<&[u8]>) -> Result<String, String> {
+    let mut c = ssh.command(remote);
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("cannot run ssh: {e} (install OpenSSH's client)"))?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(bytes)
+            .map_err(|e| format!("ssh stopped reading: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(tail(&String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// The last lines of a text, for an error message.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(4)..].join(" / ")
+}
+
+/// Whether the host can run this very binary: the same architecture, and a glibc when the
+/// binary needs one; fio and mdadm are named when missing.
+pub fn probe(ssh: &Ssh) -> Result<(), String> {
+    let out = run_ssh(
+        ssh,
+        "uname -m; (ldd --version 2>&1 || echo no-ldd) | head -n1; (fio --version 2>/dev/null || echo no-fio); (mdadm --version 2>&1 | head -n1 || true)",
+        None,
+    )
+    .map_err(|e| format!("unreachable over ssh: {e}"))?;
+    let mut lines = out.lines();
+    let arch = lines.next().unwrap_or("").trim();
+    if arch != std::env::consts::ARCH {
+        return Err(format!(
+            "its machine is {arch}, this raidlab is built for {}: build one for {arch} (cargo build --release --target {arch}-unknown-linux-musl) and run the fleet from it",
+            std::env::consts::ARCH
+        ));
+    }
+    let libc = lines.next().unwrap_or("").to_ascii_lowercase();
+    if cfg!(target_env = "gnu") && (libc.contains("musl") || libc.contains("no-ldd")) {
+        return Err(format!(
+            "it has no glibc ({}), which this raidlab needs: run the fleet from a static build (cargo build --release --target {}-unknown-linux-musl)",
+            libc.trim(),
+            std::env::consts::ARCH
+        ));
+    }
+    if lines.next().unwrap_or("").contains("no-fio") {
+        return Err("it has no fio: install it there (apt-get install fio)".into());
+    }
+    Ok(())
+}
+
+/// The plan as this host runs it: the controller's plan with the host's devices.
+pub fn plan_for(plan_text: &str, host: &Host) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = plan_text
+        .parse()
+        .map_err(|e| format!("the plan is not TOML: {e}"))?;
+    let disks = doc
+        .entry("disks")
+        .or_insert(toml_edit::table())
+        .as_table_mut()
+        .ok_or("the plan's disks is not a table")?;
+    let mut devices = toml_edit::Array::new();
+    for d in &host.devices {
+        devices.push(d.as_str());
+    }
+    disks.insert("devices", toml_edit::value(devices));
+    Ok(doc.to_string())
+}
+
+/// Copy this binary and the host's plan into its work directory: the binary only when the
+/// host's differs (`sha256sum`), and by a rename, so a raidlab still running there keeps
+/// its file.
+pub fn install(ssh: &Ssh, host: &Host, binary: &Path, run: &str, plan: &str) -> Result<(), String> {
+    use sha2::Digest;
+    let w = quote(&host.workdir);
+    let bytes =
+        std::fs::read(binary).map_err(|e| format!("cannot read {}: {e}", binary.display()))?;
+    let ours: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let theirs = run_ssh(
+        ssh,
+        &format!("sha256sum {w}/raidlab 2>/dev/null || true"),
+        None,
+    )
+    .unwrap_or_default();
+    if theirs.split_whitespace().next() != Some(ours.as_str()) {
+        run_ssh(
+            ssh,
+            &format!("mkdir -p {w} && cat > {w}/raidlab.new && chmod 755 {w}/raidlab.new && mv -f {w}/raidlab.new {w}/raidlab"),
+            Some(&bytes),
+        )
+        .map_err(|e| format!("cannot install raidlab in {}: {e}", host.workdir))?;
+    }
+    let dir = format!("{w}/runs/{}", quote(run));
+    run_ssh(
+        ssh,
+        &format!("mkdir -p {dir} && cat > {dir}/plan.toml"),
+        Some(plan.as_bytes()),
+    )
+    .map_err(|e| format!("cannot write the plan in {}: {e}", host.workdir))?;
+    Ok(())
+}
+
+fn env_prefix(host: &Host) -> String {
+    host.state_dir
+        .as_ref()
+        .map(|s| format!("RAIDLAB_STATE_DIR={} ", quote(s)))
+        .unwrap_or_default()
+}
+
+/// Read a session's standard output line by line, handing each event on; what is not an
+/// event is passed on as a message.
+fn stream(ssh: &Ssh, remote: &str, send: &dyn Fn(Update)) -> Result<bool, String> {
+    let mut child = ssh
+        .command(remote)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut finished: Option<Option<String>> = None;
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        let Ok(line) = line else { break };
+        match serde_json::from_str::<Wire>(&line) {
+            Ok(Wire::Finished { error }) => finished = Some(error),
+            Ok(w) => send(Update::Wire(w)),
+            Err(_) if line.trim().is_empty() => {}
+            Err(_) => send(Update::Wire(Wire::Message { text: line })),
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let said = tail(&errors.join().unwrap_or_default());
+    match finished {
+        Some(None) if status.success() => Ok(true),
+        Some(Some(e)) => Err(e),
+        _ => Err(format!(
+            "the session ended ({status}){}",
+            if said.is_empty() {
+                String::new()
+            } else {
+                format!(": {said}")
+            }
+        )),
+    }
+}
+
+/// A host's whole part: probe, install, replay (when resuming), run; every event goes to
+/// `send`, ending with `Done` or `Lost`.
+pub fn run_host(
+    ssh: &Ssh,
+    host: &Host,
+    binary: &Path,
+    plan: &str,
+    opts: &RunOptions,
+    send: &dyn Fn(Update),
+) {
+    let result = (|| -> Result<(), String> {
+        probe(ssh)?;
+        install(ssh, host, binary, &opts.run, plan)?;
+        let dir = format!("{}/runs/{}", quote(&host.workdir), quote(&opts.run));
+        if opts.resume {
+            // What the host holds and the controller may not have received.
+            stream(
+                ssh,
+                &format!("cd {dir} && if [ -e results/raidlab.sqlite ]; then ../../raidlab fleet-replay results; else echo '{{\"event\":\"finished\",\"error\":null}}'; fi"),
+                send,
+            )?;
+        }
+        let destroy = if host.destroy_data_on.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " --destroy-data-on {}",
+                quote(&host.destroy_data_on.join(","))
+            )
+        };
+        let resume = if opts.resume {
+            "$( [ -e results/raidlab.sqlite ] && echo --resume )"
+        } else {
+            ""
+        };
+        stream(
+            ssh,
+            &format!(
+                "cd {dir} && echo $$ > raidlab.pid && exec env {}../../raidlab run plan.toml --target host --out results --events --baseline {} {resume}{destroy}",
+                env_prefix(host),
+                quote(&opts.baseline)
+            ),
+            send,
+        )?;
+        Ok(())
+    })();
+    send(match result {
+        Ok(()) => Update::Done,
+        Err(e) => Update::Lost(e),
+    });
+}
+
+/// `raidlab cleanup` on a host (its state directory's journals), its output.
+pub fn cleanup(ssh: &Ssh, host: &Host) -> Result<String, String> {
+    let w = quote(&host.workdir);
+    run_ssh(
+        ssh,
+        &format!("if cd {w} 2>/dev/null && [ -x ./raidlab ]; then exec env {}./raidlab cleanup; else echo 'no raidlab installed there: nothing to clean up'; fi", env_prefix(host)),
+        None,
+    )
+}
