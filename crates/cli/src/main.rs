@@ -190,6 +190,13 @@ fn report(a: args::ReportArgs) -> Result<()> {
     };
     let default = (format == raidlab_report::Format::Html).then(|| a.dir.join("report.html"));
     match a.output.or(default) {
+        Some(p) if p.as_os_str() != "-" && format == raidlab_report::Format::Html => {
+            run::write_html(&p, &String::from_utf8_lossy(&bytes))?;
+            raidlab_backend::note!(
+                "wrote {} (and its charts as SVG files beside it)",
+                p.display()
+            );
+        }
         Some(p) if p.as_os_str() != "-" => {
             std::fs::write(&p, bytes).with_context(|| format!("cannot write {}", p.display()))?;
             raidlab_backend::note!("wrote {}", p.display());

@@ -259,6 +259,33 @@ fn open_target(
 }
 
 /// `report.html` into the results directory, the Markdown table on standard output.
+/// A report page at `path`, with every chart also as an SVG file in `STEM-charts/` beside
+/// it, linked from the chart's corner (the page stays whole without them).
+pub(crate) fn write_html(path: &Path, html: &str) -> Result<()> {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let dir_name = format!("{stem}-charts");
+    let (page, charts) = raidlab_report::with_chart_files(html, Some(&dir_name));
+    std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+    let dir = path.with_file_name(&dir_name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // An earlier report's charts go (only files named as charts are: `NNN-….svg`).
+    for e in std::fs::read_dir(&dir)?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let numbered = name.len() > 4 && name.as_bytes()[..3].iter().all(u8::is_ascii_digit);
+        if numbered && name[3..].starts_with('-') && name.ends_with(".svg") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    for (name, svg) in charts {
+        let f = dir.join(name);
+        std::fs::write(&f, svg).with_context(|| format!("cannot write {}", f.display()))?;
+    }
+    Ok(())
+}
+
 pub(crate) fn write_report(store: &Store, title: &str, out: &Path, table: bool) -> Result<()> {
     let built = raidlab_report::build(store)?;
     let html = raidlab_report::html::render_report(&raidlab_report::Report {
@@ -268,7 +295,7 @@ pub(crate) fn write_report(store: &Store, title: &str, out: &Path, table: bool) 
         axes: None,
     });
     let report = out.join("report.html");
-    std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
+    write_html(&report, &html)?;
     if table {
         let table = raidlab_report::export(&built.rows, raidlab_report::Format::Markdown, title);
         std::io::stdout().lock().write_all(&table)?;

@@ -21,7 +21,7 @@ fn esc(s: &str) -> String {
 pub(crate) const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd}table{border-collapse:collapse;font-size:13px}\
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),th:nth-child(-n+4){text-align:left}\
-.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{width:520px;max-width:100%;border:1px solid #eee}\
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chartbox{position:relative;width:520px;max-width:100%}.chartbox>svg{width:100%;display:block}.chartbox .dl{position:absolute;top:6px;right:8px;font-size:11px;color:#888;text-decoration:none}.chartbox .dl:hover{color:#222}@media print{.dl{display:none}}.chart{width:520px;max-width:100%;border:1px solid #eee}\
 .ct{font-size:14px;text-anchor:middle;font-weight:600}.tick{font-size:12px;text-anchor:end;fill:#555}\
 .xtick{font-size:12px;text-anchor:middle;fill:#555}.xl{font-size:12px;text-anchor:middle}.lgd{font-size:12px}\
 .unit{font-size:12px;text-anchor:middle;fill:#444}.val{font-size:11px;text-anchor:middle}.lbl{font-size:11px}\

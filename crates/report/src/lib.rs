@@ -74,7 +74,15 @@ pub fn chart_svg(rows: &[Row], x: Dim, y: Metric) -> String {
 /// Every chart of a report page as a file of its own: (a file name made of its number and
 /// title, the standalone SVG), in the page's order.
 pub fn page_charts(page: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+    with_chart_files(page, None).1
+}
+
+/// The page with a small "SVG" link in each chart's corner to `dir/NAME` (when `dir` is
+/// given), and every chart as a file: (NAME, standalone SVG). The page stays whole on its
+/// own; the links work where the files sit beside it.
+pub fn with_chart_files(page: &str, dir: Option<&str>) -> (String, Vec<(String, String)>) {
+    let mut files = Vec::new();
+    let mut linked = String::with_capacity(page.len() + page.len() / 20);
     let mut rest = page;
     while let Some(i) = rest.find("<svg ") {
         let end = rest[i..]
@@ -100,13 +108,23 @@ pub fn page_charts(page: &str) -> Vec<(String, String)> {
             slug = slug.replace("--", "-");
         }
         let slug: String = slug.trim_matches('-').chars().take(80).collect();
-        out.push((
-            format!("{:03}-{slug}.svg", out.len() + 1),
-            standalone(chart),
-        ));
+        let name = format!("{:03}-{slug}.svg", files.len() + 1);
+        linked.push_str(&rest[..i]);
+        match dir {
+            Some(d) => {
+                linked.push_str("<span class=\"chartbox\">");
+                linked.push_str(chart);
+                linked.push_str(&format!(
+                    "<a class=\"dl\" href=\"{d}/{name}\" download title=\"this chart as an SVG file\">SVG</a></span>"
+                ));
+            }
+            None => linked.push_str(chart),
+        }
+        files.push((name, standalone(chart)));
         rest = &rest[end..];
     }
-    out
+    linked.push_str(rest);
+    (linked, files)
 }
 
 /// A chart as an SVG file: the XML namespace, a white background and the report's styles

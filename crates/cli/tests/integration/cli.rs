@@ -460,6 +460,16 @@ fn report_x_y_chart_and_unknown_names() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&html).unwrap();
+    // Each chart links to itself as an SVG file beside the page.
+    let files = std::fs::read_dir(dir.path().join("xy-charts"))
+        .unwrap()
+        .count();
+    assert_eq!(files, text.matches("<svg ").count());
+    assert_eq!(
+        text.matches("<a class=\"dl\" href=\"xy-charts/").count(),
+        files
+    );
+    assert!(text.contains("href=\"xy-charts/001-"), "numbered from 001");
     let chart = text
         .split("<svg class=\"chart custom\"")
         .nth(1)
