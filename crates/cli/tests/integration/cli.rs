@@ -525,11 +525,7 @@ fn report_x_y_chart_and_unknown_names() {
         "{text}"
     );
     assert!(text.contains("<style>") && text.trim_end().ends_with("</svg>"));
-    let mut tally = crate::geometry::Tally::new();
-    let mut errors = Vec::new();
-    crate::geometry::check_page(&text, "chart.svg", &mut tally, &mut errors);
-    errors.retain(|e| !e.starts_with("x labels"));
-    crate::geometry::conclude(&tally, &["custom"], errors);
+    crate::geometry::check_alone(&text, "chart.svg", &["custom"]);
     raidlab()
         .args(["report", out.to_str().unwrap(), "--format", "svg"])
         .assert()
@@ -730,10 +726,7 @@ fn compare_by_a_dimension_within_one_directory() {
             .count(),
         4
     );
-    let mut tally = crate::geometry::Tally::new();
-    let mut errors = Vec::new();
-    crate::geometry::check_page(&page, "compare", &mut tally, &mut errors);
-    crate::geometry::conclude(&tally, &["vs-model"], errors);
+    crate::geometry::check_alone(&page, "compare", &["vs-model"]);
 
     raidlab()
         .args(["compare", r, "--by", "speed"])

@@ -214,13 +214,10 @@ fn a_bench_fio_tree_keeps_its_sources_mixes_runs_logs_and_percentiles() {
     assert!(page.matches("read latency histogram</text>").count() >= 10);
     assert!(page.matches("read latency percentiles</text>").count() >= 5);
     assert!(page.contains("Queue-depth curves"));
-    let mut tally = geometry::Tally::new();
-    let mut errors = Vec::new();
-    geometry::check_page(&page, "bench-fio import", &mut tally, &mut errors);
-    geometry::conclude(
-        &tally,
+    geometry::check_alone(
+        &page,
+        "bench-fio import",
         &["bar", "percentiles", "histogram", "over-time", "sweep"],
-        errors,
     );
 
     // As a browser renders it, with a screenshot among the test artifacts.

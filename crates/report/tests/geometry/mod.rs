@@ -564,6 +564,13 @@ pub fn check_page(page: &str, name: &str, tally: &mut Tally, errors: &mut Vec<St
     }
 }
 
+/// Check one page on its own: every chart, and a checked mark of each of `kinds`.
+pub fn check_alone(page: &str, name: &str, kinds: &[&str]) {
+    let (mut tally, mut errors) = (Tally::new(), Vec::new());
+    check_page(page, name, &mut tally, &mut errors);
+    conclude(&tally, kinds, errors);
+}
+
 /// Print the tally, require a checked mark of each of `kinds`, and fail with a few
 /// problems of each sort.
 pub fn conclude(tally: &Tally, kinds: &[&str], mut errors: Vec<String>) {
