@@ -34,12 +34,15 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     // Each host's plan, checked here first: a mistake is found before any host is reached.
     let mut plans = Vec::new();
+    let mut cases = Vec::new();
     for h in &hosts.hosts {
         let text = session::plan_for(&plan_text, h).map_err(anyhow::Error::msg)?;
         let p = Plan::parse(&text, &a.plan)
             .with_context(|| format!("the plan with host {}'s devices", h.name))?;
         p.check_target(TargetKind::Host, raidlab_core::Check::Preview)
             .with_context(|| format!("host {}", h.name))?;
+        // A host with more or fewer devices has arrays of another width: its own cases.
+        cases.extend(p.cases().iter().cloned());
         plans.push(text);
     }
     let out: PathBuf = a
@@ -62,7 +65,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         Store::create(&out, &crate::run::meta(&plan, &a.plan, TargetKind::Host))?
     };
     store.lock()?;
-    store.add_cases(plan.cases())?;
+    store.add_cases(&cases)?;
     let binary = std::env::current_exe().context("cannot find this raidlab binary to copy")?;
     let opts = session::RunOptions {
         resume: a.resume,
@@ -87,6 +90,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let (tx, rx) = mpsc::channel::<(usize, Update)>();
     let mut lost: Vec<(String, String)> = Vec::new();
     let mut received = 0usize;
+    let mut unstored: Vec<String> = Vec::new();
     std::thread::scope(|s| -> Result<()> {
         for (i, (h, text)) in hosts.hosts.iter().zip(&plans).enumerate() {
             let tx = tx.clone();
@@ -110,11 +114,12 @@ pub fn run(a: RunArgs) -> Result<()> {
                 }
                 Update::Wire(Wire::Message { text }) => pb.set_message(format!("{name}: {text}")),
                 Update::Wire(Wire::Position { value }) => pb.set_position(value),
-                Update::Wire(Wire::Result(r)) => {
-                    if commit(&mut store, name, *r)? {
-                        received += 1;
-                    }
-                }
+                Update::Wire(Wire::Result(r)) => match commit(&mut store, name, *r) {
+                    Ok(true) => received += 1,
+                    Ok(false) => {}
+                    // One host's bad result is that host's problem, not the fleet's.
+                    Err(e) => unstored.push(format!("{name}: {e:#}")),
+                },
                 Update::Wire(Wire::Finished { .. }) => {}
                 Update::Done => pb.finish_with_message(format!("{name}: done")),
                 Update::Lost(why) => {
@@ -130,9 +135,17 @@ pub fn run(a: RunArgs) -> Result<()> {
         "{received} result(s) received from {} host(s)",
         hosts.hosts.len()
     );
+    let mut problems = Vec::new();
+    if !unstored.is_empty() {
+        problems.push(format!(
+            "{} result(s) could not be stored (the others are):\n  {}",
+            unstored.len(),
+            unstored.join("\n  ")
+        ));
+    }
     if !lost.is_empty() {
         let list: Vec<String> = lost.iter().map(|(h, why)| format!("{h}: {why}")).collect();
-        bail!(
+        problems.push(format!(
             "{} of {} host(s) did not finish; what they finished is stored in {}:\n  {}\nOnce they are back: raidlab cleanup --hosts {h}, then raidlab run {} --hosts {h} --resume --out {}",
             lost.len(),
             hosts.hosts.len(),
@@ -141,7 +154,10 @@ pub fn run(a: RunArgs) -> Result<()> {
             a.plan.display(),
             out.display(),
             h = hosts_path.display(),
-        );
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
     }
     Ok(())
 }
