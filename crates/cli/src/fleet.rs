@@ -87,6 +87,10 @@ pub fn run(a: RunArgs) -> Result<()> {
             pb
         })
         .collect();
+    // The whole fleet: every host's work together, for one ETA.
+    let overall = multi.add(crate::progress::timed(0, a.quiet));
+    overall.set_message(format!("fleet of {}", hosts.hosts.len()));
+    let (mut totals, mut positions) = (vec![0u64; bars.len()], vec![0u64; bars.len()]);
     let (tx, rx) = mpsc::channel::<(usize, Update)>();
     let mut lost: Vec<(String, String)> = Vec::new();
     let mut received = 0usize;
@@ -111,9 +115,15 @@ pub fn run(a: RunArgs) -> Result<()> {
                 Update::Wire(Wire::Started { total, pending, .. }) => {
                     pb.set_length(total);
                     pb.set_message(format!("{name}: {pending} to run"));
+                    totals[i] = total;
+                    overall.set_length(totals.iter().sum());
                 }
                 Update::Wire(Wire::Message { text }) => pb.set_message(format!("{name}: {text}")),
-                Update::Wire(Wire::Position { value }) => pb.set_position(value),
+                Update::Wire(Wire::Position { value }) => {
+                    pb.set_position(value);
+                    positions[i] = value;
+                    overall.set_position(positions.iter().sum());
+                }
                 Update::Wire(Wire::Result(r)) => match commit(&mut store, name, *r) {
                     Ok(true) => received += 1,
                     Ok(false) => {}
@@ -130,6 +140,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
         Ok(())
     })?;
+    overall.finish_and_clear();
     crate::run::write_report(&store, &plan.name, &out, true)?;
     raidlab_backend::note!(
         "{received} result(s) received from {} host(s)",

@@ -35,6 +35,12 @@ pub const STRIPE_SHORTFALL: f64 = 0.5;
 /// small (published: 256 → 50 MB/s, 4096 → 123 MB/s on one 3-disk raid5).
 pub const SMALL_STRIPE_CACHE: u64 = 1024;
 
+/// A fleet host whose figure differs from the median of the hosts that ran the same case
+/// by more than this share is an outlier (with at least [`FLEET_MIN_HOSTS`] hosts).
+pub const FLEET_OUTLIER: f64 = 0.20;
+/// Hosts needed before a median says what the fleet does.
+pub const FLEET_MIN_HOSTS: usize = 3;
+
 /// Which rule fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -48,6 +54,7 @@ pub enum Rule {
     PartialStripe,
     Erratic,
     OffModel,
+    FleetOutlier,
 }
 
 impl Rule {
@@ -63,6 +70,7 @@ impl Rule {
             Rule::PartialStripe => "partial-stripe",
             Rule::Erratic => "erratic",
             Rule::OffModel => "off-model",
+            Rule::FleetOutlier => "fleet-outlier",
         }
     }
 }
@@ -103,6 +111,39 @@ pub fn anomalies(o: &Observation) -> Vec<Anomaly> {
         out.extend(off_model(o));
     }
     out
+}
+
+/// The hosts of a fleet that ran one case, as (host, headline figure, unit): those more
+/// than [`FLEET_OUTLIER`] from the hosts' median, by index, with a sentence each. Nothing
+/// below [`FLEET_MIN_HOSTS`] hosts: two hosts have no majority to differ from.
+pub fn fleet_outliers(hosts: &[(String, f64, &str)]) -> Vec<(usize, Anomaly)> {
+    if hosts.len() < FLEET_MIN_HOSTS {
+        return Vec::new();
+    }
+    let values: Vec<f64> = hosts.iter().map(|h| h.1).collect();
+    let Some(median) = stats::median(&values).filter(|m| *m > 0.0) else {
+        return Vec::new();
+    };
+    hosts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (host, v, unit))| {
+            let off = v / median - 1.0;
+            (off.abs() > FLEET_OUTLIER).then(|| {
+                let a = Anomaly {
+                    rule: Rule::FleetOutlier,
+                    message: format!(
+                        "Host {host}: {v:.1} {unit}, {:.0} % {} the fleet's median of {median:.1} {unit} over {} hosts (threshold {:.0} %). Look for what differs on this host: a disk, controller, firmware, cabling or cache setting, or another load.",
+                        off.abs() * 100.0,
+                        if off < 0.0 { "below" } else { "above" },
+                        hosts.len(),
+                        FLEET_OUTLIER * 100.0
+                    ),
+                };
+                (i, a)
+            })
+        })
+        .collect()
 }
 
 fn flag(rule: Rule, message: String) -> Option<Anomaly> {
@@ -427,6 +468,30 @@ fn off_model(o: &Observation) -> Option<Anomaly> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_fleet_host_far_from_the_median_is_an_outlier() {
+        let hosts: Vec<(String, f64, &str)> =
+            [("a", 500.0), ("b", 480.0), ("c", 310.0), ("d", 520.0)]
+                .iter()
+                .map(|(h, v)| (h.to_string(), *v, "IOPS"))
+                .collect();
+        let found = fleet_outliers(&hosts);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].0, found[0].1.rule), (2, Rule::FleetOutlier));
+        assert!(
+            found[0].1.message.contains(
+                "Host c: 310.0 IOPS, 37 % below the fleet's median of 490.0 IOPS over 4 hosts"
+            ),
+            "{}",
+            found[0].1.message
+        );
+        assert!(
+            fleet_outliers(&hosts[..2]).is_empty(),
+            "two hosts have no median to differ from"
+        );
+    }
+
     use super::*;
     use crate::expect::{Basis, Expectation};
     use crate::tests::case;

@@ -9,7 +9,7 @@ pub mod anomaly;
 pub mod disk;
 pub mod expect;
 
-pub use anomaly::{anomalies, erratic_imported, Anomaly, Observation, Rule};
+pub use anomaly::{anomalies, erratic_imported, fleet_outliers, Anomaly, Observation, Rule};
 pub use disk::PerDisk;
 pub use expect::{expect, Basis, Expectation};
 

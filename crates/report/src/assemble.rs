@@ -252,5 +252,37 @@ pub fn build(store: &Store) -> Result<Built> {
             built.details.push(detail);
         }
     }
+    fleet(&mut built);
     Ok(built)
+}
+
+/// A fleet's hosts held against each other: per case, a host whose headline figure is far
+/// from the hosts' median gets the `fleet-outlier` code and its sentence.
+fn fleet(built: &mut Built) {
+    let mut by_case: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in built.rows.iter().enumerate() {
+        if r.host.is_some() {
+            by_case.entry(r.case_id.clone()).or_default().push(i);
+        }
+    }
+    for rows in by_case.values() {
+        let hosts: Vec<(String, f64, &str)> = rows
+            .iter()
+            .map(|&i| {
+                let r = &built.rows[i];
+                let (v, unit) = r.headline();
+                (r.host.clone().unwrap_or_default(), v, unit)
+            })
+            .collect();
+        for (k, a) in raidlab_model::fleet_outliers(&hosts) {
+            let i = rows[k];
+            let row = &mut built.rows[i];
+            let mut codes: Vec<&str> = row.anomalies.split_whitespace().collect();
+            codes.push(a.rule.code());
+            codes.sort();
+            codes.dedup();
+            row.anomalies = codes.join(" ");
+            built.details[i].anomalies.push(a.message);
+        }
+    }
 }

@@ -36,17 +36,7 @@ type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 /// The figure a workload is judged by: bandwidth for large blocks, IOPS for small ones,
 /// reads and writes together.
 fn headline(r: &Row) -> (f64, &'static str) {
-    if headline_metric(r) == Metric::Bw {
-        (
-            r.read_bw_mib_s.unwrap_or(0.0) + r.write_bw_mib_s.unwrap_or(0.0),
-            "MiB/s",
-        )
-    } else {
-        (
-            r.read_iops.unwrap_or(0.0) + r.write_iops.unwrap_or(0.0),
-            "IOPS",
-        )
-    }
+    r.headline()
 }
 
 /// What a case brings beyond its row's figures, read from the store: aligned with the
@@ -143,6 +133,7 @@ pub fn render_report(rep: &Report) -> String {
     summary(&mut s, &groups);
     anomalies(&mut s, rows, rep.details);
     failures(&mut s, &groups);
+    fleet(&mut s, rows);
 
     for (key, rs) in &groups {
         let _ = write!(s, "<h2>{}</h2><div class=\"charts\">", esc(&key.0));
@@ -194,7 +185,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
         };
         let bars: Vec<Bar> = rs
             .iter()
-            .filter_map(|r| get(r).map(|v| (r.array_label.clone(), v, spread(r))))
+            .filter_map(|r| get(r).map(|v| (series_name(r, rs), v, spread(r))))
             .collect();
         if !bars.is_empty() {
             s.push_str(&bar_chart("chart", &format!("{key}: {name}"), unit, &bars));
@@ -203,10 +194,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
     percentile_charts(s, key, rs);
     let cost: Vec<Bar> = rs
         .iter()
-        .filter_map(|r| {
-            r.member_ios_per_io
-                .map(|v| (r.array_label.clone(), v, None))
-        })
+        .filter_map(|r| r.member_ios_per_io.map(|v| (series_name(r, rs), v, None)))
         .collect();
     if !cost.is_empty() {
         s.push_str(&bar_chart(
@@ -225,7 +213,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             } else {
                 r.expected_bw_mib_s
             };
-            (r.array_label.clone(), headline(r).0, expected)
+            (series_name(r, rs), headline(r).0, expected)
         })
         .collect();
     if items.iter().any(|i| i.2.is_some()) {
@@ -235,6 +223,43 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             &items,
         ));
     }
+}
+
+/// A fleet's hosts side by side: per case that ran on several hosts, each host's headline
+/// figure and how far it is from the hosts' median (outliers are flagged by the
+/// `fleet-outlier` rule). Nothing for a run on one machine.
+fn fleet(s: &mut String, rows: &[Row]) {
+    let mut by_case: BTreeMap<Natural, Vec<&Row>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.host.is_some()) {
+        let key = format!("{} · {}", r.array_label, r.workload_label());
+        by_case.entry(Natural(key)).or_default().push(r);
+    }
+    by_case.retain(|_, rs| rs.len() > 1);
+    if by_case.is_empty() {
+        return;
+    }
+    s.push_str("<h2>Fleet</h2><p class=\"note\">The same case on each host: its figure against the hosts' median. A host more than 20 % away, with three hosts or more, is flagged (fleet-outlier).</p><table><tr><th>case</th><th>host</th><th>figure</th><th>vs the fleet's median</th></tr>");
+    for (key, rs) in &by_case {
+        let values: Vec<f64> = rs.iter().map(|r| headline(r).0).collect();
+        let median = raidlab_core::stats::median(&values).unwrap_or(0.0);
+        for r in rs {
+            let (v, unit) = headline(r);
+            let vs = if median > 0.0 {
+                crate::row::signed_pct(v / median - 1.0)
+            } else {
+                "–".into()
+            };
+            let flagged = r.anomalies.split_whitespace().any(|c| c == "fleet-outlier");
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{v:.1} {unit}</td><td{}>{vs}</td></tr>",
+                esc(&key.0),
+                esc(r.host.as_deref().unwrap_or("")),
+                if flagged { " class=\"anom\"" } else { "" }
+            );
+        }
+    }
+    s.push_str("</table>");
 }
 
 /// The percentiles the report draws (fio writes these by default). The maximum is left

@@ -274,6 +274,18 @@ impl Row {
         self.anomalies = codes.join(" ");
     }
 
+    /// The figure the row's workload is judged by, with its unit: MiB/s for large blocks,
+    /// IOPS for small ones (`Headline`), reads and writes together.
+    pub fn headline(&self) -> (f64, &'static str) {
+        match raidlab_core::Headline::of(raidlab_core::Bytes(self.bs)) {
+            raidlab_core::Headline::Bandwidth => (
+                self.read_bw_mib_s.unwrap_or(0.0) + self.write_bw_mib_s.unwrap_or(0.0),
+                "MiB/s",
+            ),
+            raidlab_core::Headline::Iops => (self.total_iops(), "IOPS"),
+        }
+    }
+
     /// Median read + write IOPS.
     pub fn total_iops(&self) -> f64 {
         self.read_iops.unwrap_or(0.0) + self.write_iops.unwrap_or(0.0)

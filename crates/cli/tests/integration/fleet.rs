@@ -266,6 +266,20 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
             "{r:?}"
         );
     }
+    // The report holds the hosts side by side.
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let fleet_section = html
+        .split("<h2>Fleet</h2>")
+        .nth(1)
+        .expect("a fleet section");
+    let fleet_section = &fleet_section[..fleet_section.find("<h2>").unwrap_or(fleet_section.len())];
+    for host in NAMES {
+        assert_eq!(
+            fleet_section.matches(&format!("<td>{host}</td>")).count(),
+            2,
+            "{host}"
+        );
+    }
     fleet.assert_clean();
 
     // Host c lost mid-run: its raidlab killed by the pid it reported, its sshd stopped.
