@@ -122,8 +122,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = clap::value_parser!(Nanos))]
     pub baseline: Nanos,
     /// Host target: run the plan on every host of this hosts file over ssh (a fleet; see
-    /// docs/fleet.md), each with its own devices; the results come back into --out.
-    #[arg(long, value_name = "HOSTS.toml", conflicts_with = "dry_run")]
+    /// docs/fleet.md), each with its own devices; the results come back into --out. Or
+    /// ssh destinations separated by commas (h1,root@h2:2222), whose devices are the plan's.
+    #[arg(long, value_name = "HOSTS.toml|H1,H2", conflicts_with = "dry_run")]
     pub hosts: Option<PathBuf>,
     /// Report progress and every committed result as JSON lines on standard output
     /// (what a fleet controller reads from each host), instead of the bar and the table.
@@ -165,8 +166,9 @@ pub struct CleanupArgs {
     /// Results directories whose journal to replay [default: every one registered in
     /// $RAIDLAB_STATE_DIR/active, by default /var/lib/raidlab/active].
     pub dirs: Vec<PathBuf>,
-    /// Run the cleanup on every host of this hosts file instead, over ssh.
-    #[arg(long, value_name = "HOSTS.toml", conflicts_with = "dirs")]
+    /// Run the cleanup on every host of this hosts file (or these ssh destinations,
+    /// separated by commas) instead, over ssh.
+    #[arg(long, value_name = "HOSTS.toml|H1,H2", conflicts_with = "dirs")]
     pub hosts: Option<PathBuf>,
 }
 

@@ -18,10 +18,16 @@ use std::sync::mpsc;
 
 pub fn run(a: RunArgs) -> Result<()> {
     let hosts_path = a.hosts.clone().expect("called with --hosts");
-    let hosts = HostsFile::load(&hosts_path)?;
     let plan_text = std::fs::read_to_string(&a.plan)
         .with_context(|| format!("cannot read {}", a.plan.display()))?;
     let plan = Plan::load(&a.plan)?;
+    let hosts = HostsFile::from_arg(&hosts_path, &plan.disks.devices)?;
+    if let Some(h) = hosts.hosts.iter().find(|h| h.devices.is_empty()) {
+        bail!(
+            "host {} has no devices: the plan names none ([disks] devices), so give each host its own in a hosts file (docs/fleet.md)",
+            h.name
+        );
+    }
     if let Some(kind) = a
         .target
         .or(plan.run.target)
@@ -71,6 +77,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         resume: a.resume,
         baseline: format!("{}s", a.baseline.get() / 1_000_000_000),
         run: raidlab_fleet::run_id(&out, &plan.name),
+        tools: tools(&plan),
     };
 
     let multi = MultiProgress::new();
@@ -173,6 +180,26 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// The programs the plan's cases run on a host besides fio.
+fn tools(plan: &Plan) -> Vec<String> {
+    use raidlab_core::{Engine, Filesystem, Level};
+    let mut tools = std::collections::BTreeSet::new();
+    for c in plan.cases() {
+        let a = &c.array;
+        if a.engine == Engine::Md && a.level != Level::Single {
+            tools.insert("mdadm");
+        }
+        tools.insert(match (a.engine, a.filesystem) {
+            (Engine::Btrfs, _) | (_, Filesystem::Btrfs) => "mkfs.btrfs",
+            (_, Filesystem::Xfs) => "mkfs.xfs",
+            (_, Filesystem::Ext4) => "mkfs.ext4",
+            (_, Filesystem::None) => "wipefs",
+        });
+        tools.insert("wipefs");
+    }
+    tools.into_iter().map(String::from).collect()
+}
+
 /// Commit a host's result under `host.NAME`; `false` when the store already has it (a
 /// replay on `--resume`).
 fn commit(store: &mut Store, host: &str, r: WireResult) -> Result<bool> {
@@ -226,7 +253,7 @@ pub fn replay(dir: &Path) -> Result<()> {
 
 /// `raidlab cleanup --hosts HOSTS.toml`: each host's own `raidlab cleanup`, over ssh.
 pub fn cleanup(path: &Path) -> Result<()> {
-    let hosts = HostsFile::load(path)?;
+    let hosts = HostsFile::from_arg(path, &[])?;
     let mut failed = Vec::new();
     for h in &hosts.hosts {
         let ssh = Ssh::new(&h.ssh, hosts.ssh_config.clone());

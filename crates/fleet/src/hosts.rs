@@ -52,6 +52,66 @@ pub struct HostsError {
 pub const DEFAULT_WORKDIR: &str = "/var/tmp/raidlab-fleet";
 
 impl HostsFile {
+    /// `--hosts h1,root@h2:2222`: hosts named by their ssh destinations, each with the same
+    /// `devices` (the plan's) and the defaults of everything else; a host's name is its
+    /// destination's host part in letters, digits and `_` (`10.0.0.5` → `10_0_0_5`).
+    pub fn from_destinations(list: &str, devices: &[String]) -> Result<HostsFile, HostsError> {
+        let err = |message: String| HostsError {
+            file: PathBuf::from("--hosts"),
+            line: None,
+            field: "--hosts".into(),
+            message,
+        };
+        let mut hosts: Vec<Host> = Vec::new();
+        for dest in list.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+            if dest.starts_with('-') || dest.contains(char::is_whitespace) {
+                return Err(err(format!(
+                    "{dest:?} is no ssh destination: user@host[:port]"
+                )));
+            }
+            let host = dest.rsplit('@').next().unwrap_or(dest);
+            let host = host.split(':').next().unwrap_or(host);
+            let mut name: String = host
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            let base = name.clone();
+            let mut n = 2;
+            while hosts.iter().any(|h| h.name == name) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            hosts.push(Host {
+                name,
+                ssh: dest.to_string(),
+                devices: devices.to_vec(),
+                workdir: DEFAULT_WORKDIR.into(),
+                state_dir: None,
+                destroy_data_on: Vec::new(),
+            });
+        }
+        if hosts.is_empty() {
+            return Err(err(
+                "name a hosts file, or ssh destinations separated by commas".into(),
+            ));
+        }
+        Ok(HostsFile {
+            path: PathBuf::from("--hosts"),
+            ssh_config: None,
+            hosts,
+        })
+    }
+
+    /// A hosts file when `arg` names one, else a list of destinations (see
+    /// [`HostsFile::from_destinations`]).
+    pub fn from_arg(arg: &Path, devices: &[String]) -> Result<HostsFile, HostsError> {
+        if arg.exists() || arg.extension().is_some_and(|e| e == "toml") {
+            Self::load(arg)
+        } else {
+            Self::from_destinations(&arg.to_string_lossy(), devices)
+        }
+    }
+
     pub fn load(path: &Path) -> Result<HostsFile, HostsError> {
         let text = std::fs::read_to_string(path).map_err(|e| HostsError {
             file: path.into(),
@@ -238,6 +298,19 @@ impl HostsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn destinations_on_the_command_line() {
+        let devs = vec!["/dev/sdb".to_string()];
+        let f =
+            HostsFile::from_destinations("root@10.0.0.5, r2:2222,root@10.0.0.5", &devs).unwrap();
+        let names: Vec<&str> = f.hosts.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["10_0_0_5", "r2", "10_0_0_5_2"]);
+        assert_eq!(f.hosts[1].ssh, "r2:2222");
+        assert_eq!(f.hosts[0].devices, devs);
+        assert!(HostsFile::from_destinations(" , ", &devs).is_err());
+        assert!(HostsFile::from_destinations("-oProxyCommand=x", &devs).is_err());
+    }
 
     #[test]
     fn a_hosts_file_reads_and_mistakes_name_their_line() {

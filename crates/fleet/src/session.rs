@@ -30,6 +30,8 @@ pub struct RunOptions {
     /// Which run this is: the host keeps each controller's results directory apart, in
     /// `workdir/runs/RUN` (the same on `--resume`).
     pub run: String,
+    /// The programs the plan runs on each host besides fio (`mdadm`, `mkfs.xfs`, …).
+    pub tools: Vec<String>,
 }
 
 fn run_ssh(ssh: &Ssh, remote: &str, stdin: Option<&[u8]>) -> Result<String, String> {
@@ -62,12 +64,21 @@ fn tail(text: &str) -> String {
     lines[lines.len().saturating_sub(4)..].join(" / ")
 }
 
-/// Whether the host can run this very binary: the same architecture, and a glibc when the
-/// binary needs one; fio and mdadm are named when missing.
-pub fn probe(ssh: &Ssh) -> Result<(), String> {
+/// Whether the host can run this very binary — the same architecture, and a glibc when
+/// the binary needs one — and has fio and the `tools` the plan needs (mdadm, mkfs.btrfs,
+/// mkfs.xfs …), each named when missing.
+pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<(), String> {
+    let checks: String = tools
+        .iter()
+        .filter(|t| {
+            t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        })
+        .map(|t| format!("; command -v {t} >/dev/null || echo missing:{t}"))
+        .collect();
     let out = run_ssh(
         ssh,
-        "uname -m; (ldd --version 2>&1 || echo no-ldd) | head -n1; (fio --version 2>/dev/null || echo no-fio); (mdadm --version 2>&1 | head -n1 || true)",
+        &format!("uname -m; (ldd --version 2>&1 || echo no-ldd) | head -n1; (fio --version 2>/dev/null || echo no-fio){checks}"),
         None,
     )
     .map_err(|e| format!("unreachable over ssh: {e}"))?;
@@ -89,6 +100,15 @@ pub fn probe(ssh: &Ssh) -> Result<(), String> {
     }
     if lines.next().unwrap_or("").contains("no-fio") {
         return Err("it has no fio: install it there (apt-get install fio)".into());
+    }
+    let missing: Vec<&str> = lines
+        .filter_map(|l| l.trim().strip_prefix("missing:"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the plan needs {} there, which it lacks: install them from its distribution (mdadm, btrfs-progs, xfsprogs, e2fsprogs)",
+            missing.join(", ")
+        ));
     }
     Ok(())
 }
@@ -207,7 +227,7 @@ pub fn run_host(
     send: &dyn Fn(Update),
 ) {
     let result = (|| -> Result<(), String> {
-        probe(ssh)?;
+        probe(ssh, &opts.tools)?;
         install(ssh, host, binary, &opts.run, plan)?;
         let dir = format!("{}/runs/{}", quote(&host.workdir), quote(&opts.run));
         if opts.resume {
