@@ -271,8 +271,8 @@ impl Advice {
             })
     }
 
-    /// The table as rows of cells, a header first (`md`: Markdown's bold Pareto mark).
-    fn rows(&self, limit: usize) -> Vec<Vec<String>> {
+    /// The table as rows of cells, a header first (`=n` ties, `◆` the Pareto front).
+    pub fn rows(&self, limit: usize) -> Vec<Vec<String>> {
         let mut header = vec!["rank".to_string(), "layout".into()];
         for (w, u) in self.workloads.iter().zip(&self.units) {
             header.push(format!("{w} {u}"));
@@ -368,19 +368,25 @@ impl Advice {
         s
     }
 
-    /// The cut candidates, one line per constraint and figure: the layouts it cut.
-    fn write_cut(&self, s: &mut String) {
-        let mut by: Vec<(&str, Vec<String>)> = Vec::new();
+    /// The cut candidates grouped by the constraint (and figure) that cut them.
+    pub fn cut_groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut by: Vec<(String, Vec<String>)> = Vec::new();
         for e in self.cut() {
             let Verdict::Cut { by: why } = &e.verdict else {
                 continue;
             };
             let label = e.eval.candidate.label();
-            match by.iter_mut().find(|(w, _)| *w == why.as_str()) {
+            match by.iter_mut().find(|(w, _)| w == why) {
                 Some((_, v)) => v.push(label),
-                None => by.push((why.as_str(), vec![label])),
+                None => by.push((why.clone(), vec![label])),
             }
         }
+        by
+    }
+
+    /// The cut candidates, one line per constraint and figure: the layouts it cut.
+    fn write_cut(&self, s: &mut String) {
+        let by = self.cut_groups();
         if !by.is_empty() {
             let _ = writeln!(s, "\nCut ({}):", self.cut().count());
         }

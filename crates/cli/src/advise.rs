@@ -73,6 +73,12 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         "md" => write!(out, "{}", advice.markdown(a.top, constrained))?,
         _ => write!(out, "{}", advice.table(a.top, constrained))?,
     }
+    if let Some(path) = &a.output {
+        crate::run::write_html(path, &page(&advice, &need, &a, constrained))?;
+        if a.format != "json" {
+            writeln!(out, "Page: {}", path.display())?;
+        }
+    }
     let Some(top) = advice.top() else {
         if a.format != "json" {
             writeln!(
@@ -111,6 +117,83 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The advice as a self-contained page: per workload a chart of the ranked layouts'
+/// figures, the ranking, what was cut and why, and the top pick's commands.
+fn page(
+    advice: &rank::Advice,
+    need: &raidlab_advise::Need,
+    a: &AdviseArgs,
+    constrained: bool,
+) -> String {
+    let esc = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut body = format!(
+        "<p class=\"note\">{} disk(s) of {} · {} over {} years</p>",
+        esc(&a.disks),
+        esc(&a.disk),
+        esc(&advice.workloads.join(", ")),
+        advice.years
+    );
+    if !constrained {
+        body.push_str("<p>No constraints given: the table is the trade-off between speed, capacity and risk, not a winner.</p>");
+    }
+    body.push_str("<div class=\"charts\">");
+    for (w, (name, unit)) in advice.workloads.iter().zip(&advice.units).enumerate() {
+        let bars: Vec<raidlab_report::Bar> = advice
+            .kept()
+            .take(a.top)
+            .map(|e| (e.eval.candidate.label(), e.eval.healthy[w], None))
+            .collect();
+        if !bars.is_empty() {
+            body.push_str(&raidlab_report::bar_chart(
+                "chart advise",
+                &format!("{name}: the kept layouts, ranked"),
+                unit,
+                &bars,
+            ));
+        }
+    }
+    body.push_str("</div><h2>Ranking</h2><table>");
+    for (i, r) in advice.rows(a.top).iter().enumerate() {
+        let cell = if i == 0 { "th" } else { "td" };
+        body.push_str("<tr>");
+        for c in r {
+            body.push_str(&format!("<{cell}>{}</{cell}>", esc(c)));
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str(&format!(
+        "</table><p class=\"note\">=n: tied within {:.0} % (the simulator's run-to-run spread); ◆: on the Pareto front of speed, capacity and risk.</p>",
+        raidlab_core::stats::TIE * 100.0
+    ));
+    let cut = advice.cut_groups();
+    if !cut.is_empty() {
+        body.push_str("<h2>Cut</h2><ul>");
+        for (why, layouts) in cut {
+            body.push_str(&format!(
+                "<li><b>{}</b>: {}</li>",
+                esc(&why),
+                esc(&layouts.join(", "))
+            ));
+        }
+        body.push_str("</ul>");
+    }
+    if let Some(top) = advice.top() {
+        body.push_str(&format!(
+            "<h2>Top pick: {}</h2><p>{}</p><pre>{}</pre>",
+            esc(&top.eval.candidate.label()),
+            esc(&top.reason),
+            esc(&rank::commands(need, top, &a.filesystem).join("\n"))
+        ));
+    } else {
+        body.push_str("<p>No layout meets every constraint: loosen the one that cut the most.</p>");
+    }
+    raidlab_report::html::page("raidlab advise", &body)
 }
 
 /// The distinct workloads of a plan file, as advise's compact specs. A plan whose

@@ -533,6 +533,10 @@ pub struct AdviseArgs {
     /// workloads), to check it with `raidlab run … --target host`.
     #[arg(long)]
     pub plan_out: Option<PathBuf>,
+    /// Also write the advice as an HTML page: a chart per workload of the ranked layouts,
+    /// the table, what was cut and why, and the top pick's commands.
+    #[arg(long, short, visible_alias = "out", value_name = "FILE.html")]
+    pub output: Option<PathBuf>,
     /// Where simulated figures are cached [default: $XDG_CACHE_HOME/raidlab/advise or
     /// ~/.cache/raidlab/advise].
     #[arg(long)]

@@ -101,6 +101,15 @@ fn distinct<T: PartialEq>(v: impl Iterator<Item = T>) -> usize {
     seen.len()
 }
 
+/// A self-contained page with the report's styles around `body` (other commands' pages,
+/// such as `raidlab advise -o`).
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1>{body}</body></html>\n",
+        t = esc(title)
+    )
+}
+
 /// Rows by workload, in natural order (`qd2` before `qd16`).
 type Groups<'a> = BTreeMap<Natural, Vec<&'a Row>>;
 

@@ -14,6 +14,7 @@ pub use assemble::{build, AssembleError, Built};
 pub use axis::{Dim, Metric};
 pub use html::{Detail, Report};
 pub use row::{csv_columns, Row};
+pub use svg::{bar_chart, Bar};
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

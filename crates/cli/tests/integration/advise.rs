@@ -105,6 +105,25 @@ fn advise_respects_failures_and_capacity_and_says_what_cut_what() {
     assert!(kept(&entries)
         .iter()
         .any(|e| e["candidate"]["level"] == "raid6"));
+
+    // The same advice as a page (from the cache): a chart of the ranked layouts whose bars
+    // sit at their values, the ranking, what --min-usable cut, and the top pick.
+    let html = cache.path().join("advice.html");
+    advise(
+        cache.path(),
+        &["--min-usable", "60t", "-o", html.to_str().unwrap()],
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<h2>Ranking</h2>") && page.contains("<h2>Top pick: "),
+        "{page}"
+    );
+    assert!(
+        page.contains("<b>--min-usable 60.0 TiB: "),
+        "the cut, by constraint"
+    );
+    assert_eq!(page.matches("<svg class=\"chart advise\"").count(), 1);
+    crate::geometry::check_alone(&page, "advise", &["bar"]);
 }
 
 /// The table names the top pick with the commands that build it, and the plan file it
