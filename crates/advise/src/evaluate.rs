@@ -162,6 +162,16 @@ pub fn evaluate_all(
         .collect()
 }
 
+/// [`risk`] without a cache: for arrays measured rather than searched.
+pub(crate) fn risk_of(
+    spec: &raidlab_core::ArraySpec,
+    member: u64,
+    rebuild_h: Option<f64>,
+    need: &Need,
+) -> Result<(f64, (f64, f64)), AdviseError> {
+    risk(None, spec, member, rebuild_h, need)
+}
+
 /// The probability of losing data over the mission and its 95 % interval, with each
 /// rebuild as long as `rebuild_h` (cached by everything the Monte Carlo is given).
 fn risk(

@@ -13,6 +13,7 @@
 
 pub mod cache;
 pub mod evaluate;
+pub mod measured;
 pub mod rank;
 pub mod search;
 

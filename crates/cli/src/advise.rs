@@ -41,22 +41,10 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     } else {
         a.cache.clone().or_else(cache::default_dir)
     };
-    let candidates = raidlab_advise::candidates(&need);
-    // Every candidate must be a plan the simulator takes: the first one that is not
-    // names the flag to change (a bad --disk, --chunks, --size, --kernel).
-    for c in &candidates {
-        for w in &need.workloads {
-            c.case(&need, w, raidlab_core::ArrayState::Healthy)?;
-        }
-    }
-    let pb = crate::progress::bar(0, a.quiet || a.format == "json");
-    pb.set_message(format!("{} layouts", candidates.len()));
-    let progress = |done: usize, total: usize| {
-        pb.set_length(total as u64);
-        pb.set_position(done as u64);
+    let evals = match &a.results {
+        Some(dir) => measured(dir, &mut need, a.format == "json")?,
+        None => searched(&need, &a)?,
     };
-    let evals = raidlab_advise::evaluate_all(&need, &candidates, &progress)?;
-    pb.finish_and_clear();
     let advice = rank::rank(&need, evals);
     // Surviving one failure is the default, not a choice the user made.
     let constrained = a.min_usable.is_some()
@@ -117,6 +105,78 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every layout the flags allow, simulated (with a progress bar).
+fn searched(need: &Need, a: &AdviseArgs) -> Result<Vec<raidlab_advise::Evaluation>> {
+    let candidates = raidlab_advise::candidates(need);
+    // Every candidate must be a plan the simulator takes: the first one that is not
+    // names the flag to change (a bad --disk, --chunks, --size, --kernel).
+    for c in &candidates {
+        for w in &need.workloads {
+            c.case(need, w, raidlab_core::ArrayState::Healthy)?;
+        }
+    }
+    let pb = crate::progress::bar(0, a.quiet || a.format == "json");
+    pb.set_message(format!("{} layouts", candidates.len()));
+    let progress = |done: usize, total: usize| {
+        pb.set_length(total as u64);
+        pb.set_position(done as u64);
+    };
+    let evals = raidlab_advise::evaluate_all(need, &candidates, &progress)?;
+    pb.finish_and_clear();
+    Ok(evals)
+}
+
+/// The arrays of a results directory, from its figures; `need` takes its workloads and
+/// disk counts.
+fn measured(
+    dir: &std::path::Path,
+    need: &mut Need,
+    quiet: bool,
+) -> Result<Vec<raidlab_advise::Evaluation>> {
+    use raidlab_advise::measured::{evaluate_measured, Measured};
+    let store = raidlab_store::Store::open(dir)
+        .with_context(|| format!("cannot open results directory {}", dir.display()))?;
+    let cases: std::collections::BTreeMap<String, raidlab_core::Case> = store
+        .all_case_rows()?
+        .into_iter()
+        .filter_map(|c| Some((c.id.0, c.case?)))
+        .collect();
+    let built = raidlab_report::build(&store)?;
+    let measured: Vec<Measured> = built
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(Measured {
+                case: cases.get(&r.case_id)?.clone(),
+                figure: r.headline().0,
+                rebuild_s: r.rebuild_s_full,
+            })
+        })
+        .collect();
+    if measured.is_empty() {
+        bail!(
+            "{} holds no array results (imports have no array to advise on): run a plan into it first",
+            dir.display()
+        );
+    }
+    let m = evaluate_measured(need, &measured)?;
+    if !m.skipped.is_empty() && !quiet {
+        raidlab_backend::note!(
+            "left out, as they lack a healthy result for a workload: {}",
+            m.skipped.join(", ")
+        );
+    }
+    let evals = m.evaluations;
+    need.workloads = m.workloads;
+    need.disks = evals.iter().map(|e| e.candidate.disks).collect();
+    need.disks.sort();
+    need.disks.dedup();
+    if let Some(model) = measured.iter().find_map(|m| m.case.disks.model.clone()) {
+        need.disk = model;
+    }
+    Ok(evals)
 }
 
 /// The advice as a self-contained page: per workload a chart of the ranked layouts'

@@ -468,6 +468,12 @@ pub struct RiskArgs {
     after_help = "Example:\n  raidlab advise --disks 8 --disk hdd-7200-16t-2019 \\\n      --workload randrw:4k:qd16:70 --workload read:1m:qd32 \\\n      --min-usable 80t --min-failures 2 --years 5"
 )]
 pub struct AdviseArgs {
+    /// Advise on the arrays of this results directory instead, from the figures it holds
+    /// (measured, or simulated by a plan): its workloads, degraded and rebuilding cases
+    /// where it has them. The search flags (--disks, --disk, --workload, --chunks …) do
+    /// not apply; the constraints do.
+    #[arg(value_name = "RESULTS_DIR")]
+    pub results: Option<PathBuf>,
     /// Disk counts to consider: a count (8), a list (6,8,12) or a range (6-12).
     #[arg(long, default_value = "8")]
     pub disks: String,
@@ -476,7 +482,7 @@ pub struct AdviseArgs {
     pub disk: String,
     /// A workload as rw:bs:qdN[:read%], e.g. randwrite:4k:qd16, read:1m:qd32,
     /// randrw:4k:qd16:70 (repeatable; layouts are ranked over all of them).
-    #[arg(long = "workload", required_unless_present = "workloads_from", value_parser = parsed::<raidlab_advise::WorkloadSpec>)]
+    #[arg(long = "workload", required_unless_present_any = ["workloads_from", "results"], value_parser = parsed::<raidlab_advise::WorkloadSpec>)]
     pub workloads: Vec<raidlab_advise::WorkloadSpec>,
     /// Take the workloads of this plan file's [workloads] too (rw, bs, iodepth, rwmixread;
     /// every combination its lists make).

@@ -287,3 +287,50 @@ fn advise_takes_the_workloads_of_a_plan() {
         "{err}"
     );
 }
+
+/// Issue 18: `advise DIR` ranks the arrays a results directory holds by their own figures —
+/// here `examples/rebuild.toml` simulated: raid6, raid10 n2 and raid5 on 8 × 16 TB,
+/// healthy, degraded and rebuilding — with the constraints applied, and the loaded
+/// rebuild the directory measured behind the risk.
+#[test]
+fn advise_on_a_results_directory_uses_its_figures() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    raidlab()
+        .current_dir(raidlab_testkit::repo_root())
+        .args(["run", "examples/rebuild.toml", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let o = raidlab()
+        .arg("advise")
+        .arg(&out)
+        .args(["--min-failures", "2", "--format", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
+    assert_eq!(v["workloads"].as_array().unwrap().len(), 2, "{v}");
+    let entries = v["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "three arrays, whatever their states: {v}");
+    let kept = kept(entries);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0]["candidate"]["level"], "raid6");
+    // The rebuild the directory measured under load (hours), not md's idle ceiling (22 h).
+    assert!(
+        kept[0]["rebuild_h"].as_f64().unwrap() > 100.0,
+        "{}",
+        kept[0]
+    );
+    assert!(
+        kept[0]["degraded"][0].as_f64().unwrap() > 0.0,
+        "{}",
+        kept[0]
+    );
+    for e in entries.iter().filter(|e| e["verdict"] == "cut") {
+        assert!(
+            e["by"].as_str().unwrap().starts_with("--min-failures 2"),
+            "{e}"
+        );
+    }
+}
