@@ -20,20 +20,16 @@ pub fn run(a: RunArgs) -> Result<()> {
     let hosts_path = a.hosts.clone().expect("called with --hosts");
     let plan_text = std::fs::read_to_string(&a.plan)
         .with_context(|| format!("cannot read {}", a.plan.display()))?;
-    let plan = Plan::load(&a.plan)?;
-    let hosts = HostsFile::from_arg(&hosts_path, &plan.disks.devices)?;
+    // The plan may leave its devices to the hosts file (and then need not name a count).
+    let named: Vec<String> = Plan::load(&a.plan)
+        .map(|p| p.disks.devices.clone())
+        .unwrap_or_default();
+    let hosts = HostsFile::from_arg(&hosts_path, &named)?;
     if let Some(h) = hosts.hosts.iter().find(|h| h.devices.is_empty()) {
         bail!(
             "host {} has no devices: the plan names none ([disks] devices), so give each host its own in a hosts file (docs/fleet.md)",
             h.name
         );
-    }
-    if let Some(kind) = a
-        .target
-        .or(plan.run.target)
-        .filter(|k| *k != TargetKind::Host)
-    {
-        bail!("--hosts runs the plan on each host's own disks (the host target), not on {kind}: drop --target or use --target host");
     }
     if a.events {
         bail!("--events is what each host of a fleet answers with; the controller shows bars");
@@ -49,7 +45,17 @@ pub fn run(a: RunArgs) -> Result<()> {
             .with_context(|| format!("host {}", h.name))?;
         // A host with more or fewer devices has arrays of another width: its own cases.
         cases.extend(p.cases().iter().cloned());
-        plans.push(text);
+        plans.push((text, p));
+    }
+    // The first host's plan stands for the run (its name, its [run] options).
+    let plan = plans[0].1.clone();
+    let plans: Vec<String> = plans.into_iter().map(|(text, _)| text).collect();
+    if let Some(kind) = a
+        .target
+        .or(plan.run.target)
+        .filter(|k| *k != TargetKind::Host)
+    {
+        bail!("--hosts runs the plan on each host's own disks (the host target), not on {kind}: drop --target or use --target host");
     }
     let out: PathBuf = a
         .out
