@@ -174,9 +174,9 @@ fn env_prefix(host: &Host) -> String {
         .unwrap_or_default()
 }
 
-/// Read a session's standard output line by line, handing each event on; what is not an
-/// event is passed on as a message.
-fn stream(ssh: &Ssh, remote: &str, send: &dyn Fn(Update)) -> Result<bool, String> {
+/// Read a session's standard output line by line, handing each event on (what is not an
+/// event is passed on as a message); an error unless it ended with `finished` and no error.
+fn stream(ssh: &Ssh, remote: &str, send: &dyn Fn(Update)) -> Result<(), String> {
     let mut child = ssh
         .command(remote)
         .stdin(Stdio::null())
@@ -203,7 +203,7 @@ fn stream(ssh: &Ssh, remote: &str, send: &dyn Fn(Update)) -> Result<bool, String
     let status = child.wait().map_err(|e| e.to_string())?;
     let said = tail(&errors.join().unwrap_or_default());
     match finished {
-        Some(None) if status.success() => Ok(true),
+        Some(None) if status.success() => Ok(()),
         Some(Some(e)) => Err(e),
         _ => Err(format!(
             "the session ended ({status}){}",
