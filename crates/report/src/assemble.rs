@@ -217,11 +217,7 @@ pub fn build(store: &Store) -> Result<Built> {
                             Some((i, a))
                         })
                         .collect();
-                    row.anomalies = if found.is_empty() {
-                        String::new()
-                    } else {
-                        "erratic".into()
-                    };
+                    row.add_anomalies(found.iter().map(|(_, a)| a.rule.code()));
                     found
                 }
             };
@@ -276,12 +272,7 @@ fn fleet(built: &mut Built) {
             .collect();
         for (k, a) in raidlab_model::fleet_outliers(&hosts) {
             let i = rows[k];
-            let row = &mut built.rows[i];
-            let mut codes: Vec<&str> = row.anomalies.split_whitespace().collect();
-            codes.push(a.rule.code());
-            codes.sort();
-            codes.dedup();
-            row.anomalies = codes.join(" ");
+            built.rows[i].add_anomalies([a.rule.code()]);
             built.details[i].anomalies.push(a.message);
         }
     }

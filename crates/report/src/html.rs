@@ -35,10 +35,6 @@ type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 
 /// The figure a workload is judged by: bandwidth for large blocks, IOPS for small ones,
 /// reads and writes together.
-fn headline(r: &Row) -> (f64, &'static str) {
-    r.headline()
-}
-
 /// What a case brings beyond its row's figures, read from the store: aligned with the
 /// rows by index (an empty list renders the report without per-case sections).
 #[derive(Debug, Clone, Default)]
@@ -213,7 +209,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             &cost,
         ));
     }
-    let (_, unit) = headline(rs[0]);
+    let (_, unit) = rs[0].headline();
     let items: Vec<(String, f64, Option<f64>)> = rs
         .iter()
         .map(|r| {
@@ -222,7 +218,7 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             } else {
                 r.expected_bw_mib_s
             };
-            (series_name(r, rs), headline(r).0, expected)
+            (series_name(r, rs), r.headline().0, expected)
         })
         .collect();
     if items.iter().any(|i| i.2.is_some()) {
@@ -249,10 +245,10 @@ fn fleet(s: &mut String, rows: &[Row]) {
     }
     s.push_str("<h2>Fleet</h2><p class=\"note\">The same case on each host: its figure against the hosts' median. A host more than 20 % away, with three hosts or more, is flagged (fleet-outlier).</p><table><tr><th>case</th><th>host</th><th>figure</th><th>vs the fleet's median</th></tr>");
     for (key, rs) in &by_case {
-        let values: Vec<f64> = rs.iter().map(|r| headline(r).0).collect();
+        let values: Vec<f64> = rs.iter().map(|r| r.headline().0).collect();
         let median = raidlab_core::stats::median(&values).unwrap_or(0.0);
         for r in rs {
-            let (v, unit) = headline(r);
+            let (v, unit) = r.headline();
             let vs = if median > 0.0 {
                 crate::row::signed_pct(v / median - 1.0)
             } else {
@@ -359,7 +355,7 @@ fn failures(s: &mut String, groups: &Groups) {
             (&a.target, &a.level, &a.layout, a.chunk_kib, a.disks)
                 == (&b.target, &b.level, &b.layout, b.chunk_kib, b.disks)
         };
-        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), headline(rs[0]).1);
+        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), rs[0].headline().1);
         let hours =
             |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} h", x / 3600.0));
         let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.3} %", x * 100.0));
@@ -369,10 +365,10 @@ fn failures(s: &mut String, groups: &Groups) {
                 .iter()
                 .find(|h| h.state.as_deref() == Some("healthy") && same_array(h, r));
             let share = healthy
-                .map(|h| headline(h).0)
+                .map(|h| h.headline().0)
                 .filter(|&h| h > 0.0)
                 .map_or("–".to_string(), |h| {
-                    format!("{:.0} %", headline(r).0 / h * 100.0)
+                    format!("{:.0} %", r.headline().0 / h * 100.0)
                 });
             let state = match r.failed {
                 Some(n) if n > 1 => format!("{} ({n} members)", r.state.as_deref().unwrap_or("")),
@@ -383,7 +379,7 @@ fn failures(s: &mut String, groups: &Groups) {
                 "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{share}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.array_label),
                 esc(&state),
-                headline(r).0,
+                r.headline().0,
                 r.rebuild_mib_s.map_or("–".to_string(), |v| format!("{v:.1}")),
                 hours(r.rebuild_s_full),
                 hours(r.rebuild_s_idle),
@@ -446,16 +442,16 @@ fn summary(s: &mut String, groups: &Groups) {
     /// The highest headline among `rows`, and every row within [`TIE`] of it, fastest
     /// first.
     fn fastest<'a>(rows: &[&'a Row]) -> Option<(f64, Vec<&'a Row>)> {
-        let top = rows.iter().map(|r| headline(r).0).fold(f64::NAN, f64::max);
+        let top = rows.iter().map(|r| r.headline().0).fold(f64::NAN, f64::max);
         if top.is_nan() {
             return None;
         }
         let mut tied: Vec<&Row> = rows
             .iter()
             .copied()
-            .filter(|r| headline(r).0 >= top * (1.0 - TIE))
+            .filter(|r| r.headline().0 >= top * (1.0 - TIE))
             .collect();
-        tied.sort_by(|a, b| headline(b).0.total_cmp(&headline(a).0));
+        tied.sort_by(|a, b| b.headline().0.total_cmp(&a.headline().0));
         Some((top, tied))
     }
     s.push_str("<h2>Summary</h2><ul>");
@@ -481,10 +477,10 @@ fn summary(s: &mut String, groups: &Groups) {
                 .map(|d| format!(" ({} against the model)", crate::row::signed_pct(d)))
                 .unwrap_or_default()
         };
-        let unit = healthy.first().map_or("", |r| headline(r).1);
+        let unit = healthy.first().map_or("", |r| r.headline().1);
         let names = |rows: &[&Row]| -> String {
             rows.iter()
-                .map(|r| format!("<b>{}</b> ({:.1})", esc(&r.array_label), headline(r).0))
+                .map(|r| format!("<b>{}</b> ({:.1})", esc(&r.array_label), r.headline().0))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -535,7 +531,7 @@ fn summary(s: &mut String, groups: &Groups) {
         if let Some((v, tied)) = &lead {
             let thrifty = safe
                 .iter()
-                .filter(|r| headline(r).0 >= 0.9 * v && r.usable_fraction.is_some())
+                .filter(|r| r.headline().0 >= 0.9 * v && r.usable_fraction.is_some())
                 .max_by(|a, b| {
                     a.usable_fraction
                         .unwrap_or(0.0)
@@ -548,7 +544,7 @@ fn summary(s: &mut String, groups: &Groups) {
                     s,
                     " Within 10 %, more capacity: <b>{}</b> ({:.1} {unit}{}).",
                     esc(&t.array_label),
-                    headline(t).0,
+                    t.headline().0,
                     cap(t)
                 );
             }

@@ -2,13 +2,13 @@
 //! the model's expectation, as exported.
 
 use raidlab_core::{stats, Case, DirectionFigures, Environment, Figures, RebuildFigures, Workload};
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Write;
 
 /// The two directions of a result's figures.
 const R: fn(&Figures) -> Option<&DirectionFigures> = |f| f.read.as_ref();
 const W: fn(&Figures) -> Option<&DirectionFigures> = |f| f.write.as_ref();
-use serde::Serialize;
-use serde_json::Value;
-use std::fmt::Write;
 
 /// One case's exported figures. Array fields are `None` for imported results.
 ///
@@ -268,10 +268,21 @@ impl Row {
             self.deviation = e.deviation(self.total_iops(), measured_bw);
             self.model_basis = Some(e.basis.name().to_string());
         }
-        let mut codes: Vec<&str> = anomalies.iter().map(|r| r.code()).collect();
-        codes.sort();
-        codes.dedup();
-        self.anomalies = codes.join(" ");
+        self.anomalies.clear();
+        self.add_anomalies(anomalies.iter().map(|r| r.code()));
+    }
+
+    /// Add rule codes to the row's `anomalies`: each once, in name order.
+    pub fn add_anomalies(&mut self, codes: impl IntoIterator<Item = &'static str>) {
+        let mut all: Vec<String> = self
+            .anomalies
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        all.extend(codes.into_iter().map(String::from));
+        all.sort();
+        all.dedup();
+        self.anomalies = all.join(" ");
     }
 
     /// The figure the row's workload is judged by, with its unit: MiB/s for large blocks,
