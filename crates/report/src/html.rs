@@ -106,6 +106,19 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// The `--x DIM --y METRIC` chart over every row (in the report, or alone as an SVG file).
+pub(crate) fn custom_chart(rows: &[Row], x: Dim, y: Metric) -> String {
+    let all: Vec<&Row> = rows.iter().collect();
+    let sw = sweep(&all, x, y);
+    line_chart(
+        "custom",
+        &format!("{y} by {x}"),
+        y.unit(),
+        &sw.xs,
+        &sw.series,
+    )
+}
+
 /// Rows by workload, in natural order (`qd2` before `qd16`).
 type Groups<'a> = BTreeMap<Natural, Vec<&'a Row>>;
 
@@ -148,16 +161,8 @@ pub fn render_report(rep: &Report) -> String {
 
     sweeps(&mut s, rows);
     if let Some((x, y)) = rep.axes {
-        let all: Vec<&Row> = rows.iter().collect();
-        let sw = sweep(&all, x, y);
         let _ = write!(s, "<h2>{y} by {x}</h2><div class=\"charts\">");
-        s.push_str(&line_chart(
-            "custom",
-            &format!("{y} by {x}"),
-            y.unit(),
-            &sw.xs,
-            &sw.series,
-        ));
+        s.push_str(&custom_chart(rows, x, y));
         s.push_str("</div>");
     }
     cases(&mut s, rows, rep.details);

@@ -61,15 +61,7 @@ pub fn export(rows: &[Row], format: Format, title: &str) -> Vec<u8> {
 /// namespace and the report's styles inside it, so it opens in a browser or an editor
 /// and drops into a document.
 pub fn chart_svg(rows: &[Row], x: Dim, y: Metric) -> String {
-    let all: Vec<&Row> = rows.iter().collect();
-    let sw = axis::sweep(&all, x, y);
-    standalone(&svg::line_chart(
-        "custom",
-        &format!("{y} by {x}"),
-        y.unit(),
-        &sw.xs,
-        &sw.series,
-    ))
+    standalone(&html::custom_chart(rows, x, y))
 }
 
 /// Every chart of a report page as a file of its own: (a file name made of its number and
