@@ -352,7 +352,9 @@ where
 pub struct ReportArgs {
     /// A results directory (made by `raidlab run` or `raidlab import`).
     pub dir: PathBuf,
-    /// The report (html), an export (csv, json, md), or the --x/--y chart alone (svg).
+    /// The report (html), an export (csv, json, md), or charts as SVG files (svg: the
+    /// --x/--y chart alone, or without --x every chart of the report into the directory -o
+    /// names).
     #[arg(long, short, default_value = "html", value_parser = words::<raidlab_report::Format>(vec!["html", "csv", "json", "md", "svg"]))]
     pub format: raidlab_report::Format,
     /// Write here instead of DIR/report.html (HTML) or standard output (exports); `-` is stdout.
