@@ -130,6 +130,10 @@ pub struct RunArgs {
     /// (what a fleet controller reads from each host), instead of the bar and the table.
     #[arg(long)]
     pub events: bool,
+    /// A together fleet's host: each case's measured fio is run by the controller through
+    /// this host's fio server; orders come as JSON lines on standard input.
+    #[arg(long, hide = true, requires = "events")]
+    pub fio_from_controller: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,8 +9,9 @@
 use crate::args::RunArgs;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar};
-use raidlab_core::{Plan, TargetKind};
+use raidlab_core::{FleetMode, Plan, TargetKind};
 use raidlab_fleet::session::{self, Update};
+use raidlab_fleet::together::{self, Order, Part, Server};
 use raidlab_fleet::{HostsFile, Ssh, Wire, WireResult};
 use raidlab_store::{Store, StoreError};
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     // The first host's plan stands for the run (its name, its [run] options).
     let plan = plans[0].1.clone();
+    if plan.run.fleet == FleetMode::Together {
+        check_together(&plan, &plans)?;
+    }
     let plans: Vec<String> = plans.into_iter().map(|(text, _)| text).collect();
     if let Some(kind) = a
         .target
@@ -78,12 +82,14 @@ pub fn run(a: RunArgs) -> Result<()> {
     };
     store.lock()?;
     store.add_cases(&cases)?;
+    let together = plan.run.fleet == FleetMode::Together;
     let binary = std::env::current_exe().context("cannot find this raidlab binary to copy")?;
     let opts = session::RunOptions {
         resume: a.resume,
         baseline: format!("{}s", a.baseline.get() / 1_000_000_000),
         run: raidlab_fleet::run_id(&out, &plan.name),
         tools: tools(&plan),
+        together,
     };
 
     let multi = MultiProgress::new();
@@ -108,6 +114,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let mut lost: Vec<(String, String)> = Vec::new();
     let mut received = 0usize;
     let mut unstored: Vec<String> = Vec::new();
+    let mut conductor = Conductor::new(&plan, &out, hosts.hosts.len());
     std::thread::scope(|s| -> Result<()> {
         for (i, (h, text)) in hosts.hosts.iter().zip(&plans).enumerate() {
             let tx = tx.clone();
@@ -144,16 +151,43 @@ pub fn run(a: RunArgs) -> Result<()> {
                     Err(e) => unstored.push(format!("{name}: {e:#}")),
                 },
                 Update::Wire(Wire::Finished { .. }) => {}
-                Update::Done => pb.finish_with_message(format!("{name}: done")),
+                Update::Wire(Wire::Ready {
+                    case_id,
+                    repetition,
+                    job,
+                }) => {
+                    pb.set_message(format!("{name}: ready, waiting for the fleet"));
+                    conductor.ready[i] = Some((case_id, repetition, job));
+                }
+                Update::Server(server) => conductor.servers[i] = Some(server),
+                Update::Orders(stdin) => conductor.orders[i] = Some(stdin),
+                Update::Done => {
+                    conductor.gone(i);
+                    pb.finish_with_message(format!("{name}: done"));
+                }
                 Update::Lost(why) => {
+                    conductor.gone(i);
                     pb.abandon_with_message(format!("{name}: lost — {why}"));
                     lost.push((name.clone(), why));
                 }
+            }
+            if together {
+                conductor.conduct(&hosts.hosts, &bars, &mut store, &mut unstored);
             }
         }
         Ok(())
     })?;
     overall.finish_and_clear();
+    if together {
+        for (h, started) in hosts.hosts.iter().zip(&conductor.servers) {
+            if started.is_some() {
+                let ssh = Ssh::new(&h.ssh, hosts.ssh_config.clone());
+                if let Err(e) = session::stop_server(&ssh, h, &opts.run) {
+                    raidlab_backend::note!("{}: its fio --server was not stopped: {e} (raidlab cleanup --hosts stops it)", h.name);
+                }
+            }
+        }
+    }
     crate::run::write_report(&store, &plan.name, &out, true)?;
     raidlab_backend::note!(
         "{received} result(s) received from {} host(s)",
@@ -184,6 +218,226 @@ pub fn run(a: RunArgs) -> Result<()> {
         bail!("{}", problems.join("\n"));
     }
     Ok(())
+}
+
+/// What together runs need of the plan: the same cases on every host, and none that
+/// needs the host's own fio (a rebuilding array's recovery is watched while fio runs).
+fn check_together(plan: &Plan, plans: &[(String, Plan)]) -> Result<()> {
+    let ids = |p: &Plan| p.cases().iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+    if plans.iter().any(|(_, p)| ids(p) != ids(&plans[0].1)) {
+        bail!("[run] fleet = \"together\" runs each case on every host at once, so every host needs the same cases: give each host as many devices as the plan's arrays use (their count makes the arrays' widths), or run the fleet independently");
+    }
+    if let Some(c) = plan
+        .cases()
+        .iter()
+        .find(|c| c.array.state == raidlab_core::ArrayState::Rebuilding)
+    {
+        bail!(
+            "[run] fleet = \"together\" cannot run case {} ({}): a rebuilding array's recovery is watched by the host while its own fio runs. Run the rebuilding cases with the fleet independent (remove fleet = \"together\"), or leave \"rebuilding\" out of [arrays] state",
+            c.id,
+            c.label()
+        );
+    }
+    if raidlab_fio::fio_version().is_none() {
+        bail!("[run] fleet = \"together\" runs fio's client on this machine: install fio here (the same version as on the hosts)");
+    }
+    Ok(())
+}
+
+/// A together run's state on the controller: which host waits with which case, and how
+/// to reach its fio server and its raidlab.
+struct Conductor<'p> {
+    plan: &'p Plan,
+    out: &'p Path,
+    servers: Vec<Option<Server>>,
+    orders: Vec<Option<std::process::ChildStdin>>,
+    /// The case each host waits with: (case id, repetition, its job file).
+    ready: Vec<Option<(String, u32, String)>>,
+    live: Vec<bool>,
+}
+
+impl<'p> Conductor<'p> {
+    fn new(plan: &'p Plan, out: &'p Path, hosts: usize) -> Self {
+        Conductor {
+            plan,
+            out,
+            servers: vec![None; hosts],
+            orders: (0..hosts).map(|_| None).collect(),
+            ready: vec![None; hosts],
+            live: vec![true; hosts],
+        }
+    }
+
+    /// A host's session ended: nobody waits for it any more.
+    fn gone(&mut self, i: usize) {
+        self.live[i] = false;
+        self.ready[i] = None;
+        self.orders[i] = None;
+    }
+
+    /// Where a case stands in the run order (repetition, then the plan's case order).
+    fn rank(&self, case: &str, rep: u32) -> (u32, usize) {
+        let i = self.plan.cases().iter().position(|c| c.id.0 == case);
+        (rep, i.unwrap_or(usize::MAX))
+    }
+
+    /// Once every host still running waits, run the earliest case they wait with on all
+    /// hosts that wait with it, at once; repeat while that holds.
+    fn conduct(
+        &mut self,
+        hosts: &[raidlab_fleet::Host],
+        bars: &[ProgressBar],
+        store: &mut Store,
+        unstored: &mut Vec<String>,
+    ) {
+        loop {
+            let live: Vec<usize> = (0..hosts.len()).filter(|&i| self.live[i]).collect();
+            if live.is_empty() || live.iter().any(|&i| self.ready[i].is_none()) {
+                return;
+            }
+            let first = live
+                .iter()
+                .filter_map(|&i| self.ready[i].as_ref())
+                .map(|(c, r, _)| (self.rank(c, *r), c.clone(), *r))
+                .min()
+                .expect("every live host is ready");
+            let (_, case, rep) = first;
+            let group: Vec<usize> = live
+                .into_iter()
+                .filter(|&i| {
+                    self.ready[i]
+                        .as_ref()
+                        .is_some_and(|(c, r, _)| *c == case && *r == rep)
+                })
+                .collect();
+            for &i in &group {
+                bars[i].set_message(format!(
+                    "{}: fio on {} host(s) together",
+                    hosts[i].name,
+                    group.len()
+                ));
+            }
+            let orders = match self.run_case(hosts, &group, &case, rep, store) {
+                Ok(o) => o,
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    group
+                        .iter()
+                        .map(|_| Order::Abort { why: why.clone() })
+                        .collect()
+                }
+            };
+            for (&i, order) in group.iter().zip(orders) {
+                self.ready[i] = None;
+                let sent = self.orders[i].as_mut().map(|stdin| {
+                    use std::io::Write;
+                    writeln!(stdin, "{}", order.line()).and_then(|_| stdin.flush())
+                });
+                if !matches!(sent, Some(Ok(()))) {
+                    unstored.push(format!(
+                        "{}: case {case} repetition {rep}: its session took no order (it is ending)",
+                        hosts[i].name
+                    ));
+                }
+            }
+        }
+    }
+
+    /// One case on `group` through fio's client/server; the order for each host, and the
+    /// fleet's aggregate committed under the target `fleet`.
+    fn run_case(
+        &self,
+        hosts: &[raidlab_fleet::Host],
+        group: &[usize],
+        case: &str,
+        rep: u32,
+        store: &mut Store,
+    ) -> Result<Vec<Order>> {
+        let dir = std::path::absolute(self.out.join(".fleet").join(format!("{case}-r{rep}")))?;
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut parts = Vec::new();
+        for &i in group {
+            let (Some(server), Some((_, _, job))) = (&self.servers[i], &self.ready[i]) else {
+                bail!("host {} has no fio server", hosts[i].name);
+            };
+            let log_dir = dir.join(&hosts[i].name);
+            std::fs::create_dir_all(&log_dir)
+                .with_context(|| format!("cannot create {}", log_dir.display()))?;
+            let path = dir.join(format!("{}.fio", hosts[i].name));
+            std::fs::write(&path, together::client_job(job, &log_dir))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            parts.push(Part {
+                server: server.clone(),
+                job: path,
+                log_dir,
+            });
+        }
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let ran =
+            together::run_clients(&parts, &dir.join("client.json")).map_err(anyhow::Error::msg)?;
+        if let Some(agg) = &ran.aggregate {
+            let r = aggregate(case, rep, agg, &ran, &parts, started)?;
+            match store.commit_result(&r) {
+                Ok(_) | Err(StoreError::ResultExists { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(ran.orders)
+    }
+}
+
+/// The fleet's aggregate of a case run together: fio's sums with percentiles from the
+/// hosts' merged histograms, the client command, and each host's server and clock.
+fn aggregate(
+    case: &str,
+    rep: u32,
+    json: &str,
+    ran: &together::Together,
+    parts: &[Part],
+    started: i64,
+) -> Result<raidlab_store::NewResult> {
+    let figures = raidlab_fio::parse_output(json)
+        .with_context(|| format!("case {case}: the fleet's aggregate does not parse"))?
+        .figures;
+    let mut details = serde_json::Map::new();
+    details.insert(
+        "fleet".into(),
+        serde_json::json!({
+            "mode": "together",
+            "hosts": parts.iter().map(|p| serde_json::json!({
+                "name": p.server.host,
+                "fio_server": p.server.client_arg,
+                "clock_offset_ms": (p.server.clock_offset_ms * 1000.0).round() / 1000.0,
+                "clock_rtt_ms": (p.server.clock_rtt_ms * 1000.0).round() / 1000.0,
+            })).collect::<Vec<_>>(),
+            "percentiles": "merged from every host's json+ latency histogram",
+        }),
+    );
+    Ok(raidlab_store::NewResult {
+        case_id: raidlab_core::CaseId(case.to_string()),
+        repetition: rep,
+        target: together::FLEET_TARGET.into(),
+        figures,
+        raw_json: json.as_bytes().to_vec(),
+        logs: Vec::new(),
+        environment: raidlab_core::Environment {
+            target: Some(together::FLEET_TARGET.into()),
+            commands: vec![raidlab_core::CommandRun {
+                phase: "fio".into(),
+                command: ran.command.clone(),
+                seconds: (ran.seconds * 1000.0).round() / 1000.0,
+            }],
+            details,
+            ..Default::default()
+        },
+        started_unix: started,
+        wall_ns: (ran.seconds * 1e9) as u64,
+        source: None,
+    })
 }
 
 /// The programs the plan's cases run on a host besides fio.

@@ -248,6 +248,10 @@ fn open_target(
                 devices: plan.disks.devices.clone(),
                 out: out.to_path_buf(),
                 destroy: a.destroy_data_on.iter().cloned().collect(),
+                fio_by: a.fio_from_controller.then(|| {
+                    std::sync::Arc::new(raidlab_fleet::together::FromController::from_stdin())
+                        as std::sync::Arc<dyn raidlab_host::FioBy>
+                }),
             })?;
             let secs = a.baseline.get() / 1_000_000_000;
             if secs > 0 {

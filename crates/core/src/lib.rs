@@ -20,7 +20,7 @@ pub mod workload;
 pub use case::{Case, CaseId, DiskSet};
 pub use disk::{DiskKind, DiskModel};
 pub use environment::{CommandRun, Environment, RebuildFigures};
-pub use plan::{FieldValue, Plan, PlanBuilder, PlanError};
+pub use plan::{FieldValue, FleetMode, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
     ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Resync,

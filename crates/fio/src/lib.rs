@@ -4,6 +4,7 @@
 //! what fio writes (`parse.rs`). The parser accepts every fio 3.x shape seen in the wild
 //! and fio 2.x's µs latencies, and carries fio's IOPS exactly as fio printed them.
 
+pub mod clients;
 pub mod job;
 pub mod parse;
 

@@ -129,6 +129,11 @@ fn documents(text: &str) -> (Vec<Value>, bool) {
     (docs, truncated)
 }
 
+/// Every JSON document in fio's output, in order (what fio printed around them dropped).
+pub(crate) fn documents_of(text: &str) -> Vec<Value> {
+    documents(&sanitize(text)).0
+}
+
 /// Parse fio's output (text with one or more JSON documents, possibly among other lines).
 pub fn parse_output(text: &str) -> Result<ParsedRun, ParseError> {
     let text = sanitize(text);

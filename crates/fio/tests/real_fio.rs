@@ -436,7 +436,11 @@ fn server_entries(text: &str) -> usize {
 /// counts only when every server answered (fio still succeeds when one is not listening
 /// yet, with that server's stats missing).
 fn fio_clients(dir: &Path, servers: &[Server], job: &str) -> String {
-    let mut args = vec!["--output-format=json".to_string()];
+    fio_clients_with(dir, servers, job, "--output-format=json")
+}
+
+fn fio_clients_with(dir: &Path, servers: &[Server], job: &str, format: &str) -> String {
+    let mut args = vec![format.to_string()];
     for s in servers {
         args.push(format!("--client=ip:127.0.0.1,{}", s.port));
         args.push(job.to_string());
@@ -634,4 +638,93 @@ fn truncated_real_output_is_an_error_not_a_panic() {
     );
     assert_eq!(parse_output("fio: no such file\n"), Err(ParseError::NoJson));
     assert!(parse_output(&text).is_ok());
+}
+
+/// The fleet's half of client mode: each server's jobs become a run of its own, whose
+/// percentiles recomputed from its json+ bins are exactly fio's; the aggregate's come from
+/// the servers' bins summed, which fio itself leaves out of "All clients".
+#[test]
+fn client_runs_split_per_host_and_merge_histograms_for_the_fleet() {
+    use raidlab_fio::clients::{percentiles_of, split};
+    use std::collections::BTreeMap;
+    if !require_fio() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.fio"),
+        "[global]\nioengine=null\nsize=64m\nbs=4k\nruntime=1\ntime_based=1\nrw=randread\n[a]\n",
+    )
+    .unwrap();
+    let servers = [Server::start(dir.path()), Server::start(dir.path())];
+    let text = fio_clients_with(dir.path(), &servers, "job.fio", "--output-format=json+");
+    let all = json(&text)["client_stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["jobname"] == "All clients")
+        .cloned()
+        .unwrap();
+    // What fio 3.33 leaves out, and this module exists to fill in.
+    assert!(all["read"]["clat_ns"].get("percentile").is_none());
+
+    let s = split(&text).unwrap();
+    assert_eq!(s.hosts.len(), 2);
+    let bins_of = |lat: &Value| -> BTreeMap<u64, u64> {
+        lat["bins"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), v.as_u64().unwrap()))
+            .collect()
+    };
+    let ladder = |lat: &Value| -> Vec<(f64, u64)> {
+        let mut v: Vec<(f64, u64)> = lat["percentile"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), v.as_u64().unwrap()))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    };
+    let mut iops = 0.0;
+    let mut per_host = Vec::new();
+    for (c, doc) in &s.hosts {
+        assert_eq!(c.hostname, "127.0.0.1");
+        let run = parse_output(&doc.to_string()).unwrap();
+        assert_eq!(run.jobs.len(), 1, "one job per host");
+        iops += run.figures.read.as_ref().unwrap().iops;
+        let clat = &doc["jobs"][0]["read"]["clat_ns"];
+        let (bins, fio_says) = (bins_of(clat), ladder(clat));
+        let n: u64 = bins.values().sum();
+        let ps: Vec<f64> = fio_says.iter().map(|p| p.0).collect();
+        let ours = percentiles_of(&bins, &ps);
+        for ((p, want), got) in fio_says.iter().zip(&ours) {
+            // fio compares in long double: where p % of the count is a whole number the
+            // two roundings may pick neighbouring bins, so those points are not compared.
+            let share = p / 100.0 * n as f64;
+            if (share - share.round()).abs() > 1e-6 {
+                assert_eq!(got, want, "p{p} of {n} samples");
+            }
+        }
+        per_host.push(fio_says);
+    }
+    let agg = s.aggregate.expect("two servers have an aggregate");
+    let run = parse_output(&agg.to_string()).unwrap();
+    let r = run.figures.read.unwrap();
+    assert!((r.iops - iops).abs() <= iops * 1e-6, "{} vs {iops}", r.iops);
+    let clat = &agg["jobs"][0]["read"]["clat_ns"];
+    assert_eq!(
+        bins_of(clat).values().sum::<u64>(),
+        all["read"]["clat_ns"]["N"].as_u64().unwrap(),
+        "every completion of both hosts is in the merged histogram"
+    );
+    // A percentile of the union lies between the hosts' own.
+    for (i, (p, v)) in ladder(clat).iter().enumerate() {
+        let lo = per_host.iter().map(|h| h[i].1).min().unwrap();
+        let hi = per_host.iter().map(|h| h[i].1).max().unwrap();
+        assert!(lo <= *v && *v <= hi, "p{p}: {v} outside [{lo}, {hi}]");
+    }
+    assert_eq!(r.clat_p99_ns, clat["percentile"]["99.000000"].as_f64());
 }

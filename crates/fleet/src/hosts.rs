@@ -10,6 +10,8 @@
 //! workdir = "/var/tmp/raidlab-fleet" # where the binary, the plan and the results live
 //! state_dir = "/var/lib/raidlab"     # the remote RAIDLAB_STATE_DIR (optional)
 //! destroy_data_on = []               # serials, as `run --destroy-data-on`
+//! fio_address = "10.0.0.5"           # [run] fleet = "together": where its fio --server
+//! fio_port = 8765                    # listens (default: the ssh host, fio's port)
 //! ```
 
 use std::collections::BTreeSet;
@@ -27,6 +29,22 @@ pub struct Host {
     pub workdir: String,
     pub state_dir: Option<String>,
     pub destroy_data_on: Vec<String>,
+    /// Where the host's `fio --server` listens and the controller's `fio --client` goes
+    /// (`[run] fleet = "together"`): the ssh destination's host unless given.
+    pub fio_address: String,
+    pub fio_port: u16,
+}
+
+/// fio's own server port.
+pub const FIO_PORT: u16 = 8765;
+
+/// The host part of an ssh destination: `root@10.0.0.5:2222` → `10.0.0.5`.
+fn host_part(dest: &str) -> &str {
+    let host = dest.rsplit('@').next().unwrap_or(dest);
+    match host.rsplit_once(':') {
+        Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => h,
+        _ => host,
+    }
 }
 
 /// A parsed hosts file.
@@ -69,8 +87,7 @@ impl HostsFile {
                     "{dest:?} is no ssh destination: user@host[:port]"
                 )));
             }
-            let host = dest.rsplit('@').next().unwrap_or(dest);
-            let host = host.split(':').next().unwrap_or(host);
+            let host = host_part(dest);
             let mut name: String = host
                 .chars()
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -88,6 +105,8 @@ impl HostsFile {
                 workdir: DEFAULT_WORKDIR.into(),
                 state_dir: None,
                 destroy_data_on: Vec::new(),
+                fio_address: host.to_string(),
+                fio_port: FIO_PORT,
             });
         }
         if hosts.is_empty() {
@@ -178,13 +197,15 @@ impl HostsFile {
                     "workdir",
                     "state_dir",
                     "destroy_data_on",
+                    "fio_address",
+                    "fio_port",
                 ]
                 .contains(&k)
                 {
                     return Err(err(
                         item.span(),
                         &field(k),
-                        "unknown field; the fields here are: name, ssh, devices, workdir, state_dir, destroy_data_on".into(),
+                        "unknown field; the fields here are: name, ssh, devices, workdir, state_dir, destroy_data_on, fio_address, fio_port".into(),
                     ));
                 }
             }
@@ -278,6 +299,39 @@ impl HostsFile {
                     ));
                 }
             }
+            let fio_address = text_of("fio_address")?.unwrap_or_else(|| host_part(&ssh).into());
+            if fio_address.is_empty() || fio_address.contains([',', '\'', ' ', '\n']) {
+                return Err(err(
+                    t.get("fio_address").and_then(Item::span),
+                    &field("fio_address"),
+                    format!(
+                        "{fio_address:?}: a host name or IP address its fio --server listens on"
+                    ),
+                ));
+            }
+            let fio_port = match t.get("fio_port") {
+                None => FIO_PORT,
+                Some(Item::Value(Value::Integer(n))) => u16::try_from(*n.value())
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| {
+                        err(
+                            n.span(),
+                            &field("fio_port"),
+                            format!(
+                                "{}: a TCP port, 1 to 65535 (fio's own is {FIO_PORT})",
+                                n.value()
+                            ),
+                        )
+                    })?,
+                Some(other) => {
+                    return Err(err(
+                        other.span(),
+                        &field("fio_port"),
+                        format!("a TCP port number, e.g. fio_port = {FIO_PORT}"),
+                    ))
+                }
+            };
             hosts.push(Host {
                 name,
                 ssh,
@@ -285,6 +339,8 @@ impl HostsFile {
                 workdir,
                 state_dir: text_of("state_dir")?,
                 destroy_data_on: list_of("destroy_data_on")?,
+                fio_address,
+                fio_port,
             });
         }
         Ok(HostsFile {
@@ -320,7 +376,27 @@ mod tests {
         assert_eq!(f.hosts.len(), 2);
         assert_eq!(f.hosts[0].workdir, DEFAULT_WORKDIR);
         assert_eq!(f.hosts[1].state_dir.as_deref(), Some("/tmp/b"));
+        // fio's server: the ssh host and fio's port unless given.
+        assert_eq!(
+            (f.hosts[0].fio_address.as_str(), f.hosts[0].fio_port),
+            ("127.0.0.1", FIO_PORT)
+        );
+        assert_eq!(f.hosts[1].fio_address, "fleet-b");
+        let given = text.replace(
+            "state_dir",
+            "fio_address = \"10.1.1.2\"\nfio_port = 9000\nstate_dir",
+        );
+        let g = HostsFile::parse(&given, Path::new("h.toml")).unwrap();
+        assert_eq!(
+            (g.hosts[1].fio_address.as_str(), g.hosts[1].fio_port),
+            ("10.1.1.2", 9000)
+        );
         for (bad, field, why) in [
+            (
+                text.replace("state_dir", "fio_port = 70000\nstate_dir"),
+                "hosts[1].fio_port",
+                "a TCP port",
+            ),
             (
                 text.replace("name = \"b\"", "name = \"a\""),
                 "hosts[1].name",

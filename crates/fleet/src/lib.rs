@@ -12,6 +12,7 @@
 pub mod hosts;
 pub mod session;
 pub mod ssh;
+pub mod together;
 pub mod wire;
 
 pub use hosts::{Host, HostsError, HostsFile};

@@ -19,6 +19,10 @@ pub enum Update {
     Lost(String),
     /// The host's part is done.
     Done,
+    /// `[run] fleet = "together"`: the host's fio server is up, its clock measured.
+    Server(crate::together::Server),
+    /// `[run] fleet = "together"`: where the host's raidlab reads its orders.
+    Orders(std::process::ChildStdin),
 }
 
 /// The options of a host's run, as the controller was given them.
@@ -32,9 +36,12 @@ pub struct RunOptions {
     pub run: String,
     /// The programs the plan runs on each host besides fio (`mdadm`, `mkfs.xfs`, …).
     pub tools: Vec<String>,
+    /// `[run] fleet = "together"`: start a fio server on the host and leave each case's
+    /// measured fio to the controller.
+    pub together: bool,
 }
 
-fn run_ssh(ssh: &Ssh, remote: &str, stdin: Option<&[u8]>) -> Result<String, String> {
+pub(crate) fn run_ssh(ssh: &Ssh, remote: &str, stdin: Option<&[u8]>) -> Result<String, String> {
     let mut c = ssh.command(remote);
     c.stdin(if stdin.is_some() {
         Stdio::piped()
@@ -66,8 +73,8 @@ fn tail(text: &str) -> String {
 
 /// Whether the host can run this very binary — the same architecture, and a glibc when
 /// the binary needs one — and has fio and the `tools` the plan needs (mdadm, mkfs.btrfs,
-/// mkfs.xfs …), each named when missing.
-pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<(), String> {
+/// mkfs.xfs …), each named when missing; its fio's version.
+pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<String, String> {
     let checks: String = tools
         .iter()
         .filter(|t| {
@@ -98,7 +105,8 @@ pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<(), String> {
             std::env::consts::ARCH
         ));
     }
-    if lines.next().unwrap_or("").contains("no-fio") {
+    let fio = lines.next().unwrap_or("").trim().to_string();
+    if fio.contains("no-fio") {
         return Err("it has no fio: install it there (apt-get install fio)".into());
     }
     let missing: Vec<&str> = lines
@@ -110,7 +118,7 @@ pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<(), String> {
             missing.join(", ")
         ));
     }
-    Ok(())
+    Ok(fio)
 }
 
 /// The plan as this host runs it: the controller's plan with the host's devices.
@@ -176,14 +184,22 @@ fn env_prefix(host: &Host) -> String {
 
 /// Read a session's standard output line by line, handing each event on (what is not an
 /// event is passed on as a message); an error unless it ended with `finished` and no error.
-fn stream(ssh: &Ssh, remote: &str, send: &dyn Fn(Update)) -> Result<(), String> {
+/// With `orders`, the session's standard input goes to the controller ([`Update::Orders`]).
+fn stream(ssh: &Ssh, remote: &str, orders: bool, send: &dyn Fn(Update)) -> Result<(), String> {
     let mut child = ssh
         .command(remote)
-        .stdin(Stdio::null())
+        .stdin(if orders {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run ssh: {e}"))?;
+    if let Some(stdin) = child.stdin.take() {
+        send(Update::Orders(stdin));
+    }
     let mut stderr = child.stderr.take().expect("piped");
     let errors = std::thread::spawn(move || {
         let mut s = String::new();
@@ -227,7 +243,15 @@ pub fn run_host(
     send: &dyn Fn(Update),
 ) {
     let result = (|| -> Result<(), String> {
-        probe(ssh, &opts.tools)?;
+        let fio = probe(ssh, &opts.tools)?;
+        if let Some(ours) = opts.together.then(raidlab_fio::fio_version).flatten() {
+            // fio's client and servers speak one protocol version: the same fio everywhere.
+            if fio != ours {
+                return Err(format!(
+                    "it has {fio} and this machine {ours}: fio's client/server (fleet = \"together\") needs the same fio version on every host and here; install one version everywhere, or run the fleet independently"
+                ));
+            }
+        }
         install(ssh, host, binary, &opts.run, plan)?;
         let dir = format!("{}/runs/{}", quote(&host.workdir), quote(&opts.run));
         if opts.resume {
@@ -235,6 +259,7 @@ pub fn run_host(
             stream(
                 ssh,
                 &format!("cd {dir} && if [ -e results/raidlab.sqlite ]; then ../../raidlab fleet-replay results; else echo '{{\"event\":\"finished\",\"error\":null}}'; fi"),
+                false,
                 send,
             )?;
         }
@@ -251,13 +276,22 @@ pub fn run_host(
         } else {
             ""
         };
+        let together = if opts.together {
+            send(Update::Server(crate::together::start_server(
+                ssh, host, &opts.run,
+            )?));
+            " --fio-from-controller"
+        } else {
+            ""
+        };
         stream(
             ssh,
             &format!(
-                "cd {dir} && echo $$ > raidlab.pid && exec env {}../../raidlab run plan.toml --target host --out results --events --baseline {} {resume}{destroy}",
+                "cd {dir} && echo $$ > raidlab.pid && exec env {}../../raidlab run plan.toml --target host --out results --events --baseline {} {resume}{destroy}{together}",
                 env_prefix(host),
                 quote(&opts.baseline)
             ),
+            opts.together,
             send,
         )?;
         Ok(())
@@ -268,12 +302,26 @@ pub fn run_host(
     });
 }
 
-/// `raidlab cleanup` on a host (its state directory's journals), its output.
+/// `raidlab cleanup` on a host (its state directory's journals), its output; first the
+/// fio servers that together runs left there (each by the id in its run's pid file).
 pub fn cleanup(ssh: &Ssh, host: &Host) -> Result<String, String> {
     let w = quote(&host.workdir);
+    let servers = format!(
+        "for d in {w}/runs/*/; do ( {} ); done",
+        crate::together::stop_server_command("\"$d\"")
+    );
     run_ssh(
         ssh,
-        &format!("if cd {w} 2>/dev/null && [ -x ./raidlab ]; then exec env {}./raidlab cleanup; else echo 'no raidlab installed there: nothing to clean up'; fi", env_prefix(host)),
+        &format!("{servers}; if cd {w} 2>/dev/null && [ -x ./raidlab ]; then exec env {}./raidlab cleanup; else echo 'no raidlab installed there: nothing to clean up'; fi", env_prefix(host)),
+        None,
+    )
+}
+
+/// Stop the fio server a together run started on a host; what it said.
+pub fn stop_server(ssh: &Ssh, host: &Host, run: &str) -> Result<String, String> {
+    run_ssh(
+        ssh,
+        &crate::together::stop_server_command(&crate::together::run_dir(host, run)),
         None,
     )
 }

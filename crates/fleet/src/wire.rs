@@ -21,6 +21,13 @@ pub enum Wire {
     Position { value: u64 },
     /// A result the host's store committed (or holds, when replayed).
     Result(Box<WireResult>),
+    /// `[run] fleet = "together"`: the case's array is up and laid out, and the host waits
+    /// for the controller to run `job` (this host's fio job file) through its fio server.
+    Ready {
+        case_id: String,
+        repetition: u32,
+        job: String,
+    },
     /// The run ended; `error` says why when it failed.
     Finished { error: Option<String> },
 }

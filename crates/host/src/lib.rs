@@ -42,6 +42,29 @@ pub struct HostConfig {
     pub out: PathBuf,
     /// Serials whose data may be destroyed (`--destroy-data-on`).
     pub destroy: BTreeSet<String>,
+    /// Who runs each case's measured fio: `None`, this host (a plain `fio` process);
+    /// `Some`, a fleet's controller, which starts every host's fio at once through fio's
+    /// client/server and hands this host its own output back.
+    pub fio_by: Option<std::sync::Arc<dyn FioBy>>,
+}
+
+/// A case's measured fio, run by someone else (a fleet's controller, `[run] fleet =
+/// "together"`): everything before it (array, file system, layout pass) and after it
+/// (teardown, journal, the result) stays this host's.
+pub trait FioBy: Send + Sync + std::fmt::Debug {
+    /// Have `job` (this host's job file) run and its JSON written to `result`, its logs
+    /// into `work`; `Ok(false)` when the run was stopped (signal, controller gone).
+    fn run(&self, fio: &Handoff<'_>, stop: &std::sync::atomic::AtomicBool) -> Result<bool, String>;
+}
+
+/// What a case hands to [`FioBy`].
+#[derive(Debug)]
+pub struct Handoff<'a> {
+    pub case: &'a Case,
+    pub repetition: u32,
+    pub job: &'a Path,
+    pub result: &'a Path,
+    pub work: &'a Path,
 }
 
 /// An array left up for the next case.
@@ -397,6 +420,7 @@ fn fio_logs(work: &Path) -> Vec<(String, Vec<u8>)> {
 /// Per-case state while its steps run.
 struct Running<'a> {
     case: &'a Case,
+    repetition: u32,
     members: &'a [String],
     work: PathBuf,
     opened: Vec<Undo>,
@@ -430,6 +454,30 @@ impl HostTarget {
         // device answered to.
         let mut shown = s.shell();
         match &s.action {
+            Action::Run { argv, .. }
+                if argv[0] == "fio" && s.phase == Phase::Fio && self.cfg.fio_by.is_some() =>
+            {
+                let by = self.cfg.fio_by.as_ref().expect("matched");
+                let (Some(job), Some(result)) = (
+                    argv.last(),
+                    argv.iter().find_map(|a| a.strip_prefix("--output=")),
+                ) else {
+                    return Err(format!("`{}` names no job file or output", s.shell()));
+                };
+                let fio = Handoff {
+                    case: r.case,
+                    repetition: r.repetition,
+                    job: Path::new(job),
+                    result: Path::new(result),
+                    work: &r.work,
+                };
+                if !by.run(&fio, cx.stop)? {
+                    return Ok(false);
+                }
+                shown = format!(
+                    "fio --client (the fleet's controller, on this host's fio --server) {job}"
+                );
+            }
             Action::Run { argv, may_fail } => {
                 let log = r.work.join(format!("step-{:02}.log", r.step_no));
                 let t0 = Instant::now();
@@ -672,6 +720,7 @@ impl Target for HostTarget {
         };
         let mut r = Running {
             case,
+            repetition,
             members,
             work: work.clone(),
             opened,

@@ -81,6 +81,7 @@ pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
         devices,
         out: Path::new("/tmp/raidlab-host").to_path_buf(),
         destroy: Default::default(),
+        fio_by: None,
     }) {
         Ok(h) => h,
         Err(e) => {

@@ -44,6 +44,8 @@ struct Fleet {
     labs: Vec<Lab>,
     sshds: Vec<Option<Sshd>>,
     ports: Vec<u16>,
+    /// Each host's fio server port (`[run] fleet = "together"`).
+    fio_ports: Vec<u16>,
 }
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
@@ -65,6 +67,7 @@ impl Fleet {
             labs: NAMES.iter().map(|_| Lab::new(2)).collect(),
             sshds: Vec::new(),
             ports: NAMES.iter().map(|_| free_port()).collect(),
+            fio_ports: NAMES.iter().map(|_| free_port()).collect(),
             dir,
         };
         let mut config = String::new();
@@ -103,11 +106,12 @@ impl Fleet {
         for (i, name) in NAMES.iter().enumerate() {
             let lab = &fleet.labs[i];
             hosts.push_str(&format!(
-                "[[hosts]]\nname = \"{name}\"\nssh = \"fleet-{name}\"\ndevices = [\"{}\", \"{}\"]\nworkdir = \"{}\"\nstate_dir = \"{}\"\n",
+                "[[hosts]]\nname = \"{name}\"\nssh = \"fleet-{name}\"\ndevices = [\"{}\", \"{}\"]\nworkdir = \"{}\"\nstate_dir = \"{}\"\nfio_address = \"127.0.0.1\"\nfio_port = {}\n",
                 lab.devs[0],
                 lab.devs[1],
                 lab.path().join("fleet").display(),
-                lab.path().join("state").display()
+                lab.path().join("state").display(),
+                fleet.fio_ports[i]
             ));
         }
         std::fs::write(fleet.hosts(), hosts).unwrap();
@@ -282,6 +286,8 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
     }
     fleet.assert_clean();
 
+    together(&fleet);
+
     // Host c lost mid-run: its raidlab killed by the pid it reported, its sshd stopped.
     let out2 = fleet.dir.path().join("r2");
     let plan =
@@ -309,7 +315,11 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(before.len(), 1, "the first run's directory");
+    assert_eq!(
+        before.len(),
+        2,
+        "the independent and together runs' directories"
+    );
     let t = Instant::now();
     let this = loop {
         let new = std::fs::read_dir(&runs)
@@ -381,6 +391,115 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
     assert_eq!((count("a"), count("b"), count("c")), (6, 6, 6));
     let o = fleet.raidlab(&["cleanup", "--hosts", h]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
+    fleet.assert_clean();
+}
+
+/// `[run] fleet = "together"`: every host's fio started by one `fio --client` of the
+/// controller against the fio server it started on each host; each host stores its own
+/// part, the controller the fleet's aggregate with percentiles from merged histograms;
+/// the servers are stopped at the end.
+fn together(fleet: &Fleet) {
+    let out = fleet.dir.path().join("together");
+    let plan = fleet.plan(&format!("{PLAN}[run]\nfleet = \"together\"\n"));
+    let o = fleet
+        .raidlab(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--hosts",
+            fleet.hosts().to_str().unwrap(),
+            "--baseline",
+            "0",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = fleet.rows(&out);
+    let mut targets: Vec<&str> = rows.iter().map(|r| r["target"].as_str()).collect();
+    targets.sort();
+    assert_eq!(
+        targets,
+        ["fleet", "fleet", "host.a", "host.a", "host.b", "host.b", "host.c", "host.c"]
+    );
+    let num = |r: &std::collections::BTreeMap<String, String>, k: &str| -> f64 {
+        r[k].parse().unwrap_or(0.0)
+    };
+    for agg in rows.iter().filter(|r| r["target"] == "fleet") {
+        let hosts: Vec<_> = rows
+            .iter()
+            .filter(|r| r["target"] != "fleet" && r["case_id"] == agg["case_id"])
+            .collect();
+        assert_eq!(hosts.len(), 3);
+        let dir = if num(agg, "read_iops") > 0.0 {
+            "read"
+        } else {
+            "write"
+        };
+        // fio's sums: the fleet's IOPS is its hosts' together.
+        let sum: f64 = hosts.iter().map(|r| num(r, &format!("{dir}_iops"))).sum();
+        let got = num(agg, &format!("{dir}_iops"));
+        assert!((got - sum).abs() <= 0.01 * sum, "{dir}: {got} vs {sum}");
+        // Percentiles of the union of completions: within the hosts' own.
+        let p99 =
+            |r: &std::collections::BTreeMap<String, String>| num(r, &format!("{dir}_lat_p99_ms"));
+        let lo = hosts.iter().map(|r| p99(r)).fold(f64::MAX, f64::min);
+        let hi = hosts.iter().map(|r| p99(r)).fold(0.0, f64::max);
+        assert!(
+            p99(agg) > 0.0 && lo <= p99(agg) && p99(agg) <= hi,
+            "p99 {} not in [{lo}, {hi}]",
+            p99(agg)
+        );
+    }
+    // Each host's stored fio JSON is its part of the client run (fio names the server it
+    // came from), with fio's per-second logs sent home; the aggregate is fio's "All
+    // clients" with the merged histogram.
+    let raw = out.join("raw");
+    for (i, name) in NAMES.iter().enumerate() {
+        let mut parts = 0;
+        for e in std::fs::read_dir(&raw).unwrap() {
+            let p = e.unwrap().path();
+            let f = p.file_name().unwrap().to_string_lossy().into_owned();
+            if f.ends_with(&format!("-host.{name}.json")) {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                assert_eq!(v["jobs"][0]["port"], fleet.fio_ports[i], "{f}");
+                let iops = p.with_file_name(f.replace(".json", "-iops.log"));
+                assert!(iops.exists(), "{} has its per-second IOPS", f);
+                parts += 1;
+            }
+            if f.ends_with("-fleet.json") {
+                let v: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                assert_eq!(v["jobs"][0]["jobname"], "All clients");
+                let dir = if v["jobs"][0]["read"]["total_ios"].as_u64() > Some(0) {
+                    "read"
+                } else {
+                    "write"
+                };
+                assert!(
+                    v["jobs"][0][dir]["clat_ns"]["bins"]
+                        .as_object()
+                        .is_some_and(|b| !b.is_empty()),
+                    "{f}"
+                );
+            }
+        }
+        assert_eq!(parts, 2, "host {name}");
+    }
+    // No fio server is left listening, and none left its pid file.
+    for (i, port) in fleet.fio_ports.iter().enumerate() {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", *port)).is_err(),
+            "host {}'s fio --server still listens on {port}",
+            NAMES[i]
+        );
+        let runs = fleet.labs[i].path().join("fleet/runs");
+        for d in std::fs::read_dir(&runs).unwrap() {
+            assert!(!d.unwrap().path().join("fio-server.pid").exists());
+        }
+    }
     fleet.assert_clean();
 }
 

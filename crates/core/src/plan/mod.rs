@@ -91,6 +91,30 @@ pub struct RunOptions {
     /// (`[run] precondition`; 0: none). Copied into every workload, as it changes what
     /// is measured.
     pub precondition: u32,
+    /// How a fleet (`run --hosts`) runs the plan (`[run] fleet`).
+    pub fleet: FleetMode,
+}
+
+/// How the hosts of a fleet run a plan together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FleetMode {
+    /// Each host runs the plan at its own pace (`"independent"`, the default).
+    #[default]
+    Independent,
+    /// Every host runs each case at the same moment, its fio started by the controller
+    /// through fio's client/server (`"together"`).
+    Together,
+}
+
+impl std::str::FromStr for FleetMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "independent" => Ok(FleetMode::Independent),
+            "together" => Ok(FleetMode::Together),
+            _ => Err("use \"independent\" (each host at its own pace) or \"together\" (every host runs each case at the same moment)".into()),
+        }
+    }
 }
 
 /// Without a `[run]` table: one result per case, seed 1, the command line's target.
@@ -101,6 +125,7 @@ impl Default for RunOptions {
             seed: 1,
             target: None,
             precondition: 0,
+            fleet: FleetMode::Independent,
         }
     }
 }

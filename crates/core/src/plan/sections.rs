@@ -33,9 +33,10 @@ const REPEAT: Key = Key::new("repeat", "count");
 const SEED: Key = Key::new("seed", "number");
 const TARGET: Key = Key::new("target", "target");
 const PRECONDITION: Key = Key::new("precondition", "write passes").within(0, 16);
+const FLEET: Key = Key::new("fleet", "fleet mode");
 
 /// The fields of `[run]`.
-pub(super) const RUN_KEYS: [Key; 4] = [REPEAT, SEED, TARGET, PRECONDITION];
+pub(super) const RUN_KEYS: [Key; 5] = [REPEAT, SEED, TARGET, PRECONDITION, FLEET];
 
 impl<'a> Cx<'a> {
     pub(super) fn plan(&self, root: &'a Table) -> Result<Plan, PlanError> {
@@ -427,11 +428,18 @@ impl<'a> Cx<'a> {
             Some((n, _)) => n,
             None => 0,
         };
+        let fleet = match self.single::<String>(t, "run", FLEET)? {
+            Some((f, s)) => f
+                .parse::<FleetMode>()
+                .map_err(|e| self.err(s, &FLEET.at("run"), Some(format!("{f:?}")), e))?,
+            None => FleetMode::Independent,
+        };
         Ok(RunOptions {
             repeat,
             seed,
             target,
             precondition,
+            fleet,
         })
     }
 }
