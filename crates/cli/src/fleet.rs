@@ -22,9 +22,12 @@ pub fn run(a: RunArgs) -> Result<()> {
     let plan_text = std::fs::read_to_string(&a.plan)
         .with_context(|| format!("cannot read {}", a.plan.display()))?;
     // The plan may leave its devices to the hosts file (and then need not name a count).
-    let named: Vec<String> = Plan::load(&a.plan)
-        .map(|p| p.disks.devices.clone())
-        .unwrap_or_default();
+    let named: Vec<String> = match Plan::load(&a.plan) {
+        Ok(p) => p.disks.devices.clone(),
+        // Hosts named on the command line use the plan's devices: its mistakes come first.
+        Err(e) if !hosts_path.exists() => return Err(e.into()),
+        Err(_) => Vec::new(),
+    };
     let hosts = HostsFile::from_arg(&hosts_path, &named)?;
     if let Some(h) = hosts.hosts.iter().find(|h| h.devices.is_empty()) {
         bail!(

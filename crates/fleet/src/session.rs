@@ -89,20 +89,24 @@ pub fn probe(ssh: &Ssh, tools: &[String]) -> Result<String, String> {
         None,
     )
     .map_err(|e| format!("unreachable over ssh: {e}"))?;
+    judge(&out, std::env::consts::ARCH, cfg!(target_env = "gnu"))
+}
+
+/// What the probe's answer says: the fio version, or why this binary (built for `ours`,
+/// needing a glibc when `glibc`) cannot run there.
+fn judge(out: &str, ours: &str, glibc: bool) -> Result<String, String> {
     let mut lines = out.lines();
     let arch = lines.next().unwrap_or("").trim();
-    if arch != std::env::consts::ARCH {
+    if arch != ours {
         return Err(format!(
-            "its machine is {arch}, this raidlab is built for {}: build one for {arch} (cargo build --release --target {arch}-unknown-linux-musl) and run the fleet from it",
-            std::env::consts::ARCH
+            "its machine is {arch}, this raidlab is built for {ours}: build one for {arch} (cargo build --release --target {arch}-unknown-linux-musl) and run the fleet from it"
         ));
     }
     let libc = lines.next().unwrap_or("").to_ascii_lowercase();
-    if cfg!(target_env = "gnu") && (libc.contains("musl") || libc.contains("no-ldd")) {
+    if glibc && (libc.contains("musl") || libc.contains("no-ldd")) {
         return Err(format!(
-            "it has no glibc ({}), which this raidlab needs: run the fleet from a static build (cargo build --release --target {}-unknown-linux-musl)",
-            libc.trim(),
-            std::env::consts::ARCH
+            "it has no glibc ({}), which this raidlab needs: run the fleet from a static build (cargo build --release --target {ours}-unknown-linux-musl)",
+            libc.trim()
         ));
     }
     let fio = lines.next().unwrap_or("").trim().to_string();
@@ -324,4 +328,43 @@ pub fn stop_server(ssh: &Ssh, host: &Host, run: &str) -> Result<String, String> 
         &crate::together::stop_server_command(&crate::together::run_dir(host, run)),
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::judge;
+
+    /// The probe's decisions on the answers real hosts give (`uname -m`, the first line
+    /// of `ldd --version`, `fio --version`, the missing tools).
+    #[test]
+    fn hosts_that_cannot_run_this_binary_are_refused_with_the_fix() {
+        let debian = "x86_64\nldd (Debian GLIBC 2.36-9+deb12u9) 2.36\nfio-3.33\n";
+        assert_eq!(judge(debian, "x86_64", true).unwrap(), "fio-3.33");
+        let arm = judge(&debian.replace("x86_64", "aarch64"), "x86_64", true).unwrap_err();
+        assert!(
+            arm.contains("aarch64") && arm.contains("aarch64-unknown-linux-musl"),
+            "{arm}"
+        );
+        // Alpine: ldd is musl's, which names itself on standard error.
+        let alpine = "x86_64\nmusl libc (x86_64)\nfio-3.36\n";
+        let e = judge(alpine, "x86_64", true).unwrap_err();
+        assert!(
+            e.contains("no glibc") && e.contains("x86_64-unknown-linux-musl"),
+            "{e}"
+        );
+        assert_eq!(
+            judge(alpine, "x86_64", false).unwrap(),
+            "fio-3.36",
+            "a static build runs"
+        );
+        let e = judge("x86_64\nldd (GNU libc) 2.39\nno-fio\n", "x86_64", true).unwrap_err();
+        assert!(e.contains("no fio"), "{e}");
+        let e = judge(
+            &format!("{debian}missing:mdadm\nmissing:mkfs.xfs\n"),
+            "x86_64",
+            true,
+        )
+        .unwrap_err();
+        assert!(e.contains("mdadm, mkfs.xfs"), "{e}");
+    }
 }

@@ -1257,3 +1257,35 @@ fn the_simulator_notes_the_fio_options_it_does_not_model() {
             "workloads.fio (fsync, rate_iops) is passed to fio on the host and vm targets; the simulator does not model it",
         ));
 }
+
+/// `[run] fleet = "together"` refuses what it cannot run before any host is reached (the
+/// destination's port 1 on 127.0.0.1 is never dialled): a misspelt mode, with its line,
+/// and a rebuilding case, whose recovery needs the host's own fio.
+#[test]
+fn together_fleets_refuse_what_they_cannot_run_before_reaching_a_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    let text = "name = \"tg\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\ndevices = [\"/dev/sdx\", \"/dev/sdy\", \"/dev/sdz\", \"/dev/sdw\"]\n[arrays]\nlevel = \"raid5\"\nstate = [\"healthy\", \"rebuilding\"]\n[workloads]\nrw = \"randread\"\nruntime = \"2s\"\n[run]\nfleet = \"together\"\n";
+    for (body, says) in [
+        (
+            text.replace("\"together\"", "\"togther\""),
+            vec!["p.toml:13", "run.fleet", "\"independent\"", "\"together\""],
+        ),
+        (
+            text.to_string(),
+            vec!["rebuilding", "fleet = \"together\"", "independent"],
+        ),
+    ] {
+        std::fs::write(&plan, body).unwrap();
+        let out = raidlab()
+            .args(["run", plan.to_str().unwrap(), "--hosts", "root@127.0.0.1:1"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        for s in says {
+            assert!(err.contains(s), "{s:?} in {err}");
+        }
+        assert!(!err.contains("unreachable"), "no host was reached: {err}");
+    }
+}
