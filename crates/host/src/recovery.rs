@@ -276,10 +276,17 @@ impl Recovery {
             Some(t) => (t, self.total.unwrap_or(self.samples.last()?.1)),
             None => *self.samples.last()?,
         };
+        let speed = (bytes - first.1) as f64 / (t - first.0);
         (t > first.0).then(|| RebuildFigures {
-            mib_s: (bytes - first.1) as f64 / (t - first.0) / 1_048_576.0,
+            mib_s: speed / 1_048_576.0,
             seconds: self.finished,
-            seconds_full: None,
+            // The whole member: as measured when it ended within the run, else md's size
+            // of it at the measured speed (btrfs's size is known only once it ended).
+            seconds_full: self.finished.or_else(|| {
+                self.total
+                    .filter(|_| speed > 0.0)
+                    .map(|total| total as f64 / speed)
+            }),
             seconds_idle: None,
             mib_s_per_second: self
                 .samples
@@ -326,12 +333,18 @@ mod tests {
         assert!(r.figures().is_none(), "no samples");
         r.samples = vec![(2.0, 0), (4.0, 20 << 20)];
         let f = r.figures().unwrap();
-        assert_eq!((f.mib_s, f.seconds), (10.0, None));
+        assert_eq!((f.mib_s, f.seconds, f.seconds_full), (10.0, None, None));
         assert_eq!(f.mib_s_per_second, [10.0]);
+        // Under way, a 100 MiB member at 10 MiB/s: 10 s for the whole of it.
+        r.total = Some(100 << 20);
+        assert_eq!(r.figures().unwrap().seconds_full, Some(10.0));
         // Ended at 5 s: the last second counts to the member's end.
         r.total = Some(40 << 20);
         r.finished = Some(6.0);
         let f = r.figures().unwrap();
-        assert_eq!((f.mib_s, f.seconds), (10.0, Some(6.0)));
+        assert_eq!(
+            (f.mib_s, f.seconds, f.seconds_full),
+            (10.0, Some(6.0), Some(6.0))
+        );
     }
 }

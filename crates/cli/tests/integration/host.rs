@@ -317,6 +317,7 @@ fn btrfs_degraded_and_rebuilding_on_loop_devices() {
     let failed = column(&lab, "failed");
     let speed = column(&lab, "rebuild_mib_s");
     let took = column(&lab, "rebuild_s");
+    let full = column(&lab, "rebuild_s_full");
     let reads = column(&lab, "read_iops");
     let mut states: Vec<(&str, &str)> = rows
         .iter()
@@ -333,6 +334,8 @@ fn btrfs_degraded_and_rebuilding_on_loop_devices() {
             r[state], r[reads], r[speed], r[took]
         );
         assert!(r[reads].parse::<f64>().unwrap() > 0.0, "{r:?}");
+        // A replace that ended within the run took the whole member: its own time.
+        assert_eq!(r[full], r[took], "{r:?}");
         if r[state] == "rebuilding" {
             // raid1 keeps two copies: the lost member held about half of the 512 MiB
             // (and metadata); what reached the fresh device came at some speed, and
