@@ -128,6 +128,8 @@ pub struct Need {
     pub chunks: Vec<String>,
     /// md write-intent bitmaps to consider on redundant levels: `none`, `internal`.
     pub bitmaps: Vec<String>,
+    /// raid5/6 stripe cache sizes to consider (`stripe_cache_size`, 4 KiB pages per member).
+    pub stripe_caches: Vec<u32>,
     /// The test region and the simulated time of each case.
     pub size: String,
     pub runtime: String,
@@ -151,6 +153,7 @@ impl Need {
             workloads,
             chunks: vec!["64k".into(), "128k".into(), "512k".into()],
             bitmaps: vec!["none".into()],
+            stripe_caches: vec![raidlab_core::spec::DEFAULT_STRIPE_CACHE],
             size: "100g".into(),
             runtime: "10s".into(),
             plan_runtime: "60s".into(),

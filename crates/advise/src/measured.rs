@@ -48,16 +48,18 @@ pub fn evaluate_measured(
             workloads.push(w);
         }
     }
-    // Arrays by what a user builds: level, layout, chunk, width, bitmap, engine, file
-    // system, disks (a degraded or rebuilding case is the same array in another state).
+    // Arrays by what a user builds: level, layout, chunk, width, bitmap, stripe cache,
+    // engine, file system, disks (a degraded or rebuilding case is the same array in
+    // another state).
     let identity = |c: &Case| {
         let a = &c.array;
         format!(
-            "{}|{}|{:?}|{:?}|{}|{}|{}|{}",
+            "{}|{}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
             a.engine,
             a.level,
             a.layout,
             a.chunk,
+            a.stripe_cache,
             a.disks,
             a.bitmap,
             a.filesystem,
@@ -112,6 +114,14 @@ pub fn evaluate_measured(
                 layout: spec.layout.map(|l| l.to_string()),
                 chunk: spec.chunk.map(|c| c.to_fio()),
                 bitmap: spec.bitmap.to_string(),
+                stripe_cache: matches!(
+                    spec.level,
+                    raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
+                )
+                .then(|| {
+                    spec.stripe_cache
+                        .unwrap_or(raidlab_core::spec::DEFAULT_STRIPE_CACHE)
+                }),
             },
             usable: (member as f64 * spec.disks as f64 * spec.capacity_fraction()) as u64,
             raw: member * spec.disks as u64,

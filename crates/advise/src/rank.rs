@@ -489,6 +489,9 @@ pub fn plan_file(need: &Need, e: &Entry, filesystem: &str) -> String {
     if c.redundant() {
         let _ = writeln!(s, "bitmap = {:?}", c.bitmap);
     }
+    if let Some(sc) = c.stripe_cache {
+        let _ = writeln!(s, "stripe_cache = {sc}");
+    }
     if c.redundant() {
         let _ = writeln!(s, "state = [\"healthy\", \"degraded\", \"rebuilding\"]");
     }
@@ -525,6 +528,7 @@ mod tests {
                 layout: layout.map(str::to_string),
                 chunk: (level != "raid1").then(|| "512k".into()),
                 bitmap: "none".into(),
+                stripe_cache: None,
             },
             usable,
             raw: 100,

@@ -1,8 +1,11 @@
 //! The search space: every md layout a user could build on the disk counts asked, with
-//! the chunk sizes asked where the level has chunks, and each case of a candidate as the
-//! plan reader would make it (so a candidate is exactly what a plan file would run).
+//! the chunk sizes asked where the level has chunks, the bitmaps asked where it is
+//! redundant and the stripe cache sizes asked where it has parity, and each case of a
+//! candidate as the plan reader would make it (so a candidate is exactly what a plan file
+//! would run).
 
 use crate::{AdviseError, Need, WorkloadSpec};
+use raidlab_core::spec::DEFAULT_STRIPE_CACHE;
 use raidlab_core::{ArrayState, Case, Check, Plan, PlanBuilder, TargetKind};
 use std::path::Path;
 
@@ -16,6 +19,8 @@ pub struct Candidate {
     pub chunk: Option<String>,
     /// md's write-intent bitmap: `none` or `internal` (raid0 has none).
     pub bitmap: String,
+    /// raid5/6's `stripe_cache_size` (4 KiB pages per member); `None` on other levels.
+    pub stripe_cache: Option<u32>,
 }
 
 /// raid10's layouts: two copies near, far and offset, and three near.
@@ -39,6 +44,7 @@ pub fn candidates(need: &Need) -> Vec<Candidate> {
             layout: layout.map(str::to_string),
             chunk: chunk.cloned(),
             bitmap: "none".into(),
+            stripe_cache: None,
         };
         for chunk in &need.chunks {
             out.push(c("raid0", None, Some(chunk)));
@@ -61,18 +67,28 @@ pub fn candidates(need: &Need) -> Vec<Candidate> {
                 }
             }
         }
-        // Each redundant layout once per bitmap asked (md refuses one on raid0).
+        // Each redundant layout once per bitmap asked (md refuses one on raid0), each
+        // parity layout once per stripe cache size asked.
         let base: Vec<Candidate> = out.drain(first..).collect();
         for cand in base {
-            if !cand.redundant() {
-                out.push(cand);
-                continue;
-            }
-            for b in &need.bitmaps {
-                out.push(Candidate {
-                    bitmap: b.clone(),
-                    ..cand.clone()
-                });
+            let bitmaps: Vec<String> = if cand.redundant() {
+                need.bitmaps.clone()
+            } else {
+                vec![cand.bitmap.clone()]
+            };
+            let caches: Vec<Option<u32>> = if cand.parity() {
+                need.stripe_caches.iter().copied().map(Some).collect()
+            } else {
+                vec![None]
+            };
+            for b in &bitmaps {
+                for sc in &caches {
+                    out.push(Candidate {
+                        bitmap: b.clone(),
+                        stripe_cache: *sc,
+                        ..cand.clone()
+                    });
+                }
             }
         }
     }
@@ -94,7 +110,15 @@ impl Candidate {
         if self.bitmap != "none" {
             s.push_str(" bitmap");
         }
+        if let Some(sc) = self.stripe_cache.filter(|&n| n != DEFAULT_STRIPE_CACHE) {
+            s.push_str(&format!(" stripe_cache={sc}"));
+        }
         format!("{s} × {}", self.disks)
+    }
+
+    /// raid5/6: parity, and md's stripe cache.
+    pub fn parity(&self) -> bool {
+        matches!(self.level.as_str(), "raid5" | "raid6")
     }
 
     /// Whether the level keeps working with a member gone (degraded and rebuilding
@@ -125,6 +149,9 @@ impl Candidate {
             b.array("chunk", c.as_str());
         }
         b.array("bitmap", self.bitmap.as_str());
+        if let Some(sc) = self.stripe_cache {
+            b.array("stripe_cache", sc);
+        }
         if state == ArrayState::Rebuilding {
             b.array("kernel", need.kernel.as_str());
         }
@@ -160,6 +187,7 @@ impl Candidate {
                     "model" | "capacity" => "--disk",
                     "chunk" => "--chunks",
                     "bitmap" => "--bitmaps",
+                    "stripe_cache" => "--stripe-caches",
                     "size" => "--size",
                     "runtime" => "--runtime",
                     "kernel" => "--kernel",
@@ -215,8 +243,21 @@ mod tests {
             "raid0's 3 chunks × 2 disk counts once"
         );
         assert!(c2.iter().any(|c| c.label() == "raid6 512k bitmap × 8"));
+        // Stripe cache sizes: every raid5/6 layout once per size, nothing else.
+        let mut sc = need.clone();
+        sc.stripe_caches = vec![256, 4096];
+        let c3 = candidates(&sc);
+        let parity = c.iter().filter(|c| c.parity()).count();
+        assert_eq!(c3.len(), c.len() + parity);
+        assert!(c3
+            .iter()
+            .any(|c| c.label() == "raid5 512k stripe_cache=4096 × 8"));
+        assert!(c3
+            .iter()
+            .filter(|c| !c.parity())
+            .all(|c| c.stripe_cache.is_none()));
         // Every candidate is a valid plan for the simulator, in every state it has.
-        for cand in &c {
+        for cand in c.iter().chain(&c3) {
             for state in [
                 ArrayState::Healthy,
                 ArrayState::Degraded,

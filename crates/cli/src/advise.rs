@@ -20,6 +20,7 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     let mut need = Need::new(disks, &a.disk, workloads);
     need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
     need.bitmaps = a.bitmaps.iter().map(|b| b.trim().to_string()).collect();
+    need.stripe_caches = a.stripe_caches.clone();
     need.size = a.size.clone();
     need.runtime = a.runtime.clone();
     need.plan_runtime = a.plan_runtime.clone();

@@ -520,6 +520,16 @@ pub struct AdviseArgs {
     /// internal (both: every layout with and without; a bitmap costs writes, saves resyncs).
     #[arg(long, default_value = "none", value_delimiter = ',')]
     pub bitmaps: Vec<String>,
+    /// raid5/6 stripe cache sizes to consider, comma-separated (md's stripe_cache_size,
+    /// 4 KiB pages per member; md's default is 256; a larger cache gathers more writes
+    /// into full stripes, at 4 KiB × members of memory per entry).
+    #[arg(
+        long,
+        default_value = "256",
+        value_delimiter = ',',
+        value_name = "PAGES"
+    )]
+    pub stripe_caches: Vec<u32>,
     /// The test region of each workload (a file of this size on the array).
     #[arg(long, default_value = "100g")]
     pub size: String,

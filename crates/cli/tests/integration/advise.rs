@@ -226,6 +226,10 @@ fn advise_refuses_bad_flags_clearly() {
             &["--workload", "randread:4k:qd4", "--disk", "no-such-disk"],
             "no-such-disk",
         ),
+        (
+            &["--workload", "randwrite:4k:qd4", "--stripe-caches", "256,8"],
+            "--stripe-caches 8",
+        ),
     ] {
         let out = raidlab()
             .arg("advise")
@@ -333,4 +337,95 @@ fn advise_on_a_results_directory_uses_its_figures() {
             "{e}"
         );
     }
+}
+
+/// `--stripe-caches`: every raid5/6 layout once per size and nothing else twice; a pick
+/// with a cache of its own sets it in its commands and its plan file.
+#[test]
+fn advise_searches_stripe_cache_sizes() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let one = advise(dir.path(), &["--min-failures", "1"]);
+    let two = advise(
+        dir.path(),
+        &["--min-failures", "1", "--stripe-caches", "256,4096"],
+    );
+    let parity = |e: &&Value| matches!(e["candidate"]["level"].as_str(), Some("raid5" | "raid6"));
+    let n_parity = one.iter().filter(parity).count();
+    assert!(n_parity > 0);
+    assert_eq!(two.len(), one.len() + n_parity);
+    let big: Vec<&Value> = two
+        .iter()
+        .filter(|e| e["candidate"]["stripe_cache"] == 4096)
+        .collect();
+    assert_eq!(big.len(), n_parity);
+    assert!(big.iter().all(parity));
+    assert!(two
+        .iter()
+        .filter(|e| !parity(e))
+        .all(|e| e["candidate"]["stripe_cache"].is_null()));
+    // Random 4 KiB writes never fill a stripe: the cache's size does not matter to them.
+    // 64 KiB writes at QD32 on six disks do gather into full stripes: the larger cache
+    // changes the figure, and a parity pick with it sets it in its commands and plan file.
+    let plan = dir.path().join("pick.toml");
+    let args = [
+        "advise",
+        "--disks",
+        "6",
+        "--disk",
+        "hdd-7200",
+        "--workload",
+        "randwrite:64k:qd32",
+        "--chunks",
+        "512k",
+        "--runtime",
+        "5s",
+        "--stripe-caches",
+        "256,4096",
+        "--min-usable",
+        "14t",
+        "--cache",
+    ];
+    let out = raidlab()
+        .args(args)
+        .arg(dir.path())
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let raid5 = |sc: u64| -> f64 {
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| {
+                e["candidate"]["level"] == "raid5"
+                    && e["candidate"]["layout"] == "left-symmetric"
+                    && e["candidate"]["stripe_cache"] == sc
+            })
+            .map(|e| e["healthy"][0].as_f64().unwrap())
+            .expect("raid5 left-symmetric")
+    };
+    assert_ne!(raid5(256), raid5(4096));
+    let out = raidlab()
+        .args(args)
+        .arg(dir.path())
+        .arg("--plan-out")
+        .arg(&plan)
+        .assert()
+        .success();
+    let said = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let top = said
+        .lines()
+        .find(|l| l.starts_with("Top pick: "))
+        .expect(&said);
+    let sc = if top.contains("stripe_cache=4096") {
+        4096
+    } else {
+        256
+    };
+    assert!(top.contains("raid5") || top.contains("raid6"), "{top}");
+    assert!(said.contains(&format!("echo {sc} > /sys/block/")), "{said}");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    assert!(text.contains(&format!("stripe_cache = {sc}")), "{text}");
 }
