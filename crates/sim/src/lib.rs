@@ -6,6 +6,7 @@
 //! limits: `docs/simulator.md`.
 
 pub mod bitmap;
+pub mod btrfs;
 pub mod device;
 pub mod engine;
 pub mod fiojson;

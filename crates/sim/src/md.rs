@@ -34,6 +34,9 @@ pub struct Geometry {
     offset_layout: bool,
     /// raid10 far/offset: distance between copies on a member.
     stride: u64,
+    /// raid5/6 writes always reconstruct (read the data they do not write), never
+    /// read-modify-write: btrfs's RAID56 (`crate::btrfs`).
+    pub rcw_only: bool,
 }
 
 impl Geometry {
@@ -65,6 +68,7 @@ impl Geometry {
             far,
             offset_layout,
             stride,
+            rcw_only: false,
         }
     }
 
@@ -460,7 +464,7 @@ pub fn plan_stripe_into(
             let writable = |m: usize| m >= 64 || lost.unwritable >> m & 1 == 0;
             if rcw > 0 {
                 let mode = if lost.unreadable == 0 {
-                    if rmw < rcw {
+                    if rmw < rcw && !g.rcw_only {
                         Preread::Rmw
                     } else {
                         Preread::Rcw
@@ -475,7 +479,13 @@ pub fn plan_stripe_into(
                         }
                     }
                     let p_bits = parity.iter().fold(0, |acc, &p| acc | bit_of(p as usize));
-                    preread(rmw < rcw, w_bits, u_bits, p_bits, lost.unreadable)
+                    preread(
+                        rmw < rcw && !g.rcw_only,
+                        w_bits,
+                        u_bits,
+                        p_bits,
+                        lost.unreadable,
+                    )
                 };
                 for d in 0..dds {
                     let is_written = w_mask >> d & 1 == 1;
@@ -535,7 +545,7 @@ pub fn plan_one_row(
     let n_written = w_mask.count_ones() as usize;
     let rmw = n_written + g.parity_count() as usize;
     let rcw = dds - n_written;
-    let read_written = rmw < rcw;
+    let read_written = rmw < rcw && !g.rcw_only;
     let at = stripe * g.chunk + row * ROW;
     let n = g.disks as u64;
     let sm = stripe % n;

@@ -738,3 +738,89 @@ fn fio_options_pass_through_on_the_host_target() {
     );
     assert_eq!(lab.signatures(0), "", "nothing was built");
 }
+
+/// Reads per member in /sys/block/NAME/stat (its first field), for each of `devs`.
+fn reads_completed(devs: &[String]) -> Vec<u64> {
+    devs.iter()
+        .map(|d| {
+            let name = d.trim_start_matches("/dev/");
+            std::fs::read_to_string(format!("/sys/block/{name}/stat"))
+                .unwrap()
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Members that served more than 5 % of the reads.
+fn busy(reads: &[u64]) -> usize {
+    let total: u64 = reads.iter().sum();
+    reads.iter().filter(|&&r| r * 20 > total).count()
+}
+
+/// btrfs raid1 on four devices as the real kernel reads it, and as the simulator now
+/// models it (`crates/sim/src/btrfs.rs`): a block group lives on two devices, and each
+/// reading thread reads one copy (btrfs's "pid" read policy). One fio job reads from one
+/// device, two jobs from the two of a pair — where md's raid1 would mirror on all four
+/// and balance reads over them. Kernel: reads counted on the loop devices across the run
+/// (setup reads are a few hundred against tens of thousands); simulator: its members'
+/// `disk_util`.
+#[test]
+fn btrfs_raid1_reads_one_copy_per_thread_in_the_kernel_and_the_simulator() {
+    let _machine = raidlab_testkit::shared();
+    if !can_run() {
+        return;
+    }
+    for numjobs in [1, 2] {
+        let lab = Lab::new(4);
+        let body = format!("[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\n[workloads]\nrw = \"randread\"\nbs = \"4k\"\nsize = \"128m\"\nruntime = \"2s\"\niodepth = 4\nnumjobs = {numjobs}\n");
+        let plan = lab.plan(4, &body);
+        let before = reads_completed(&lab.devs);
+        let o = lab.run_host(&plan, &[], &[]);
+        assert!(o.status.success(), "{}", text(&o));
+        let kernel: Vec<u64> = reads_completed(&lab.devs)
+            .iter()
+            .zip(&before)
+            .map(|(a, b)| a - b)
+            .collect();
+        // The same array and workload on the simulator's disks.
+        let sim_plan = lab.path().join("sim.toml");
+        std::fs::write(
+            &sim_plan,
+            format!("name = \"sim\"\n[disks]\ncount = 4\nmodel = \"hdd-7200\"\ncapacity = \"1g\"\n{body}"),
+        )
+        .unwrap();
+        let sim_out = lab.path().join("sim");
+        let o = lab.raidlab(
+            &[
+                "run",
+                sim_plan.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                sim_out.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let raw = std::fs::read_dir(sim_out.join("raw"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(raw).unwrap()).unwrap();
+        let sim: Vec<u64> = v["disk_util"].as_array().unwrap()[1..]
+            .iter()
+            .map(|d| d["read_ios"].as_u64().unwrap())
+            .collect();
+        eprintln!(
+            "btrfs raid1, {numjobs} job(s): reads per member, kernel {kernel:?}, simulator {sim:?}"
+        );
+        assert!(kernel.iter().sum::<u64>() > 1000, "{kernel:?}");
+        assert_eq!(busy(&kernel), numjobs, "kernel: {kernel:?}");
+        assert_eq!(busy(&sim), numjobs, "simulator: {sim:?}");
+    }
+}

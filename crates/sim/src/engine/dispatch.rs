@@ -28,6 +28,10 @@ impl<D: Member> Engine<D> {
             }
             return;
         }
+        if self.reads_by_job && !write {
+            let slot = self.hosts.get(host).slot;
+            self.reader = self.slot_job.get(slot as usize).copied().unwrap_or(0);
+        }
         let part = self.alloc_part();
         let mut pieces = std::mem::take(&mut self.parts.get(part).phases[0].1);
         let g = &self.geo;
@@ -179,10 +183,14 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// md's choice of copy: far/offset layouts read the lowest address (the first band);
+    /// The copy a read goes to. A mirrored btrfs profile: its job's. md: far/offset layouts
+    /// read the lowest address (the first band);
     /// otherwise a copy whose head is already there (sequential), then on flash the least
     /// busy, then an idle disk, then the nearest head.
     pub(super) fn read_balance(&self, copies: &[(u32, u64)]) -> (u32, u64) {
+        if self.reads_by_job {
+            return copies[self.reader as usize % copies.len()];
+        }
         if matches!(self.geo.layout, Some(Layout::Far(_) | Layout::Offset(_))) {
             return *copies.iter().min_by_key(|c| c.1).expect("copies");
         }

@@ -375,6 +375,10 @@ pub struct Engine<D> {
     blocks: u64,
     /// Per job: RNG and sequential cursor.
     jobs: Vec<(ChaCha8Rng, u64)>,
+    /// Mirrored btrfs profiles: a read's copy is its job's (`crate::btrfs`), not md's
+    /// read balance; `reader` is the job of the host I/O being dispatched.
+    reads_by_job: bool,
+    reader: u32,
     slot_job: Vec<u32>,
     hosts: Slab<HostIo>,
     parts: Pool<Part>,
@@ -518,12 +522,15 @@ impl<D: Member> Engine<D> {
         seed: u64,
         device: impl Fn(&mut ChaCha8Rng) -> D,
     ) -> Engine<D> {
-        let spec = &case.array;
+        // A btrfs array runs as the md layout of the same shape (`crate::btrfs`).
+        let md_shape = crate::btrfs::md_equivalent(&case.array);
+        let spec = &md_shape;
         let w = &case.workload;
         let devices = (0..spec.disks)
             .map(|d| device(&mut stream(seed, 1_000 + d as u64)))
             .collect();
-        let geo = Geometry::new(spec, member);
+        let mut geo = Geometry::new(spec, member);
+        geo.rcw_only = crate::btrfs::reconstruct_only(&case.array);
         let bitmap = (spec.bitmap == BitmapSetting::Internal
             && !matches!(spec.level, Level::Single | Level::Raid0))
         .then(|| Bitmap::new(bitmap_space(&geo)));
@@ -570,6 +577,8 @@ impl<D: Member> Engine<D> {
             region: (w.offset.0, w.size.0),
             blocks: (w.size.0 / w.bs.0).max(1),
             jobs,
+            reads_by_job: crate::btrfs::reads_by_thread(&case.array),
+            reader: 0,
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
             parts: Pool::new(),
