@@ -55,7 +55,27 @@ impl<D: Member> Engine<D> {
                 let mut copies = std::mem::take(&mut self.copies);
                 copies.clear();
                 copies.extend((0..g.disks).map(|d| (d, offset)));
+                if !write {
+                    // raid1.c's read_balance: a read that continues the last one sent to
+                    // a member goes to that member, however many are in flight.
+                    if let Some(&(disk, _)) = copies
+                        .iter()
+                        .find(|c| self.next_seq[c.0 as usize] == offset)
+                    {
+                        let usable = self.failed >> disk & 1 == 0
+                            || self.lost_at(offset).unreadable >> disk & 1 == 0;
+                        if usable {
+                            copies.clear();
+                            copies.push((disk, offset));
+                        }
+                    }
+                }
                 self.copies_to_pieces(write, &copies, len, &mut pieces);
+                if !write {
+                    for p in &pieces {
+                        self.next_seq[p.disk as usize] = p.offset + p.len;
+                    }
+                }
                 self.copies = copies;
             }
             Level::Raid10 => {

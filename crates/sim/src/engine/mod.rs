@@ -379,6 +379,9 @@ pub struct Engine<D> {
     /// read balance; `reader` is the job of the host I/O being dispatched.
     reads_by_job: bool,
     reader: u32,
+    /// raid1: per member, where the last read sent to it ends (`next_seq_sect` in
+    /// `raid1.c`): a read starting there stays on that member.
+    next_seq: Vec<u64>,
     slot_job: Vec<u32>,
     hosts: Slab<HostIo>,
     parts: Pool<Part>,
@@ -579,6 +582,7 @@ impl<D: Member> Engine<D> {
             jobs,
             reads_by_job: crate::btrfs::reads_by_thread(&case.array),
             reader: 0,
+            next_seq: vec![u64::MAX; spec.disks as usize],
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
             parts: Pool::new(),
