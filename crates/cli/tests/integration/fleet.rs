@@ -488,6 +488,23 @@ fn together(fleet: &Fleet) {
         }
         assert_eq!(parts, 2, "host {name}");
     }
+    // The report draws the hosts and the fleet's aggregate side by side, every chart's
+    // marks where their axes say (a screenshot among the test artifacts).
+    let html = out.join("report.html");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("(fleet)"),
+        "the aggregate is a series of its own"
+    );
+    crate::geometry::check_alone(&page, "together fleet", &["bar"]);
+    if let Some(bin) = crate::report_chromium::chromium() {
+        crate::report_chromium::screenshot(
+            bin,
+            &html,
+            "report-fleet-together.png",
+            fleet.dir.path(),
+        );
+    }
     // No fio server is left listening, and none left its pid file.
     for (i, port) in fleet.fio_ports.iter().enumerate() {
         assert!(
