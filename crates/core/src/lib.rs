@@ -26,7 +26,7 @@ pub use spec::{
     ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Resync,
     Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
 };
-pub use target::{Capabilities, Check, TargetKind, TargetNote};
+pub use target::{Capabilities, Check, TargetKind, TargetNote, FLEET_AGGREGATE};
 pub use units::{Bytes, Nanos, UnitError};
 pub use workload::{FioOptions, Headline, Rw, Workload};
 

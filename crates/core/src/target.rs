@@ -13,6 +13,10 @@ use crate::DiskModel;
 use std::fmt;
 use std::str::FromStr;
 
+/// The target a together fleet's aggregate of a case is stored under (the hosts' sums,
+/// not one array's figure; each host's own results are `host.NAME`).
+pub const FLEET_AGGREGATE: &str = "fleet";
+
 /// Where a case runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum TargetKind {

@@ -22,7 +22,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The target the fleet's aggregate of a together case is stored under.
-pub const FLEET_TARGET: &str = "fleet";
+pub const FLEET_TARGET: &str = raidlab_core::FLEET_AGGREGATE;
 
 /// What the controller tells a host's raidlab, one JSON object per line on its standard
 /// input.

@@ -461,10 +461,12 @@ fn summary(s: &mut String, groups: &Groups) {
     }
     s.push_str("<h2>Summary</h2><ul>");
     for (key, rs) in groups {
+        // A together fleet's aggregate is several arrays' sum, not a layout's figure.
         let healthy: Vec<&Row> = rs
             .iter()
             .copied()
             .filter(|r| r.state.as_deref().is_none_or(|st| st == "healthy"))
+            .filter(|r| r.target != raidlab_core::FLEET_AGGREGATE)
             .collect();
         let cap = |r: &Row| {
             r.usable_fraction

@@ -496,6 +496,16 @@ fn together(fleet: &Fleet) {
         page.contains("(fleet)"),
         "the aggregate is a series of its own"
     );
+    // The summary compares layouts: the aggregate (three arrays' sum) is not one.
+    let summary = page.split("<h2>Summary</h2>").nth(1).unwrap();
+    let summary = &summary[..summary.find("<h2>").unwrap()];
+    for agg in rows.iter().filter(|r| r["target"] == "fleet") {
+        for k in ["read_iops", "write_iops"] {
+            if let Ok(v) = agg[k].parse::<f64>() {
+                assert!(!summary.contains(&format!("{v:.1} IOPS")), "{summary}");
+            }
+        }
+    }
     crate::geometry::check_alone(&page, "together fleet", &["bar"]);
     if let Some(bin) = crate::report_chromium::chromium() {
         crate::report_chromium::screenshot(
