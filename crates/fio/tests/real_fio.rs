@@ -688,13 +688,14 @@ fn client_runs_split_per_host_and_merge_histograms_for_the_fleet() {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
     };
-    let mut iops = 0.0;
+    let (mut iops, mut ios) = (0.0, 0u64);
     let mut per_host = Vec::new();
     for (c, doc) in &s.hosts {
         assert_eq!(c.hostname, "127.0.0.1");
         let run = parse_output(&doc.to_string()).unwrap();
         assert_eq!(run.jobs.len(), 1, "one job per host");
         iops += run.figures.read.as_ref().unwrap().iops;
+        ios += run.figures.read.as_ref().unwrap().ios;
         let clat = &doc["jobs"][0]["read"]["clat_ns"];
         let (bins, fio_says) = (bins_of(clat), ladder(clat));
         let n: u64 = bins.values().sum();
@@ -713,7 +714,11 @@ fn client_runs_split_per_host_and_merge_histograms_for_the_fleet() {
     let agg = s.aggregate.expect("two servers have an aggregate");
     let run = parse_output(&agg.to_string()).unwrap();
     let r = run.figures.read.unwrap();
-    assert!((r.iops - iops).abs() <= iops * 1e-6, "{} vs {iops}", r.iops);
+    // fio's "All clients": every completion of both hosts, over the longest host's
+    // runtime (so its IOPS is the hosts' sum only to within their runtimes' difference:
+    // 0.5 % apart once in CI on this 1 s null-engine job).
+    assert_eq!(r.ios, ios);
+    assert!((r.iops - iops).abs() <= iops * 0.05, "{} vs {iops}", r.iops);
     let clat = &agg["jobs"][0]["read"]["clat_ns"];
     assert_eq!(
         bins_of(clat).values().sum::<u64>(),

@@ -437,10 +437,11 @@ fn together(fleet: &Fleet) {
         } else {
             "write"
         };
-        // fio's sums: the fleet's IOPS is its hosts' together.
+        // fio's sums: the fleet's IOPS is its hosts' together, over the longest host's
+        // runtime (the completions add up exactly: below, from the stored JSON).
         let sum: f64 = hosts.iter().map(|r| num(r, &format!("{dir}_iops"))).sum();
         let got = num(agg, &format!("{dir}_iops"));
-        assert!((got - sum).abs() <= 0.01 * sum, "{dir}: {got} vs {sum}");
+        assert!((got - sum).abs() <= 0.05 * sum, "{dir}: {got} vs {sum}");
         // Percentiles of the union of completions: within the hosts' own.
         let p99 =
             |r: &std::collections::BTreeMap<String, String>| num(r, &format!("{dir}_lat_p99_ms"));
@@ -456,6 +457,14 @@ fn together(fleet: &Fleet) {
     // came from), with fio's per-second logs sent home; the aggregate is fio's "All
     // clients" with the merged histogram.
     let raw = out.join("raw");
+    let total_ios = |v: &serde_json::Value| -> u64 {
+        ["read", "write"]
+            .iter()
+            .map(|d| v["jobs"][0][d]["total_ios"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    // Per case: the hosts' completions, and the aggregate's.
+    let mut ios: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
     for (i, name) in NAMES.iter().enumerate() {
         let mut parts = 0;
         for e in std::fs::read_dir(&raw).unwrap() {
@@ -465,6 +474,7 @@ fn together(fleet: &Fleet) {
                 let v: serde_json::Value =
                     serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
                 assert_eq!(v["jobs"][0]["port"], fleet.fio_ports[i], "{f}");
+                ios.entry(f[..16].to_string()).or_default().0 += total_ios(&v);
                 let iops = p.with_file_name(f.replace(".json", "-iops.log"));
                 assert!(iops.exists(), "{} has its per-second IOPS", f);
                 parts += 1;
@@ -473,6 +483,9 @@ fn together(fleet: &Fleet) {
                 let v: serde_json::Value =
                     serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
                 assert_eq!(v["jobs"][0]["jobname"], "All clients");
+                if i == 0 {
+                    ios.entry(f[..16].to_string()).or_default().1 = total_ios(&v);
+                }
                 let dir = if v["jobs"][0]["read"]["total_ios"].as_u64() > Some(0) {
                     "read"
                 } else {
@@ -487,6 +500,13 @@ fn together(fleet: &Fleet) {
             }
         }
         assert_eq!(parts, 2, "host {name}");
+    }
+    assert_eq!(ios.len(), 2);
+    for (case, (hosts, fleet)) in &ios {
+        assert!(
+            *hosts > 0 && hosts == fleet,
+            "case {case}: hosts {hosts}, fleet {fleet}"
+        );
     }
     // The report draws the hosts and the fleet's aggregate side by side, every chart's
     // marks where their axes say (a screenshot among the test artifacts).
