@@ -117,12 +117,8 @@ fn merge_latency(all: &mut Value, jobs: &[&Value], dir: &str, lat: &str) {
         let Some(l) = j.get(dir).and_then(|d| d.get(lat)) else {
             continue;
         };
-        if let Some(b) = l.get("bins").and_then(Value::as_object) {
-            for (k, v) in b {
-                if let (Ok(ns), Some(n)) = (k.trim().parse::<u64>(), v.as_u64()) {
-                    *bins.entry(ns).or_default() += n;
-                }
-            }
+        for (ns, n) in crate::parse::bins(l) {
+            *bins.entry(ns).or_default() += n;
         }
         if list.is_empty() {
             if let Some(p) = l.get("percentile").and_then(Value::as_object) {

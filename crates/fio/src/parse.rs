@@ -402,22 +402,23 @@ fn percentiles(lat: &Value, scale: f64) -> Vec<(f64, f64)> {
 /// fine buckets per job.
 fn histogram<'a>(lats: impl Iterator<Item = &'a Value>) -> Vec<(f64, u64)> {
     let mut buckets: BTreeMap<u32, u64> = BTreeMap::new();
-    for lat in lats {
-        let Some(bins) = lat.get("bins").and_then(Value::as_object) else {
-            continue;
-        };
-        for (k, v) in bins {
-            let (Ok(ns), Some(n)) = (k.trim().parse::<u64>(), v.as_u64()) else {
-                continue;
-            };
-            let exp = 64 - ns.max(1).saturating_sub(1).leading_zeros();
-            *buckets.entry(exp).or_default() += n;
-        }
+    for (ns, n) in lats.flat_map(bins) {
+        let exp = 64 - ns.max(1).saturating_sub(1).leading_zeros();
+        *buckets.entry(exp).or_default() += n;
     }
     buckets
         .into_iter()
         .map(|(exp, n)| (2f64.powi(exp as i32), n))
         .collect()
+}
+
+/// A latency object's json+ `bins` as (ns, completions); none without them.
+pub(crate) fn bins(lat: &Value) -> impl Iterator<Item = (u64, u64)> + '_ {
+    lat.get("bins")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.trim().parse::<u64>().ok()?, v.as_u64()?)))
 }
 
 fn disk_util(d: &Value) -> DiskUtil {
