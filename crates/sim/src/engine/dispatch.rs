@@ -55,21 +55,6 @@ impl<D: Member> Engine<D> {
                 let mut copies = std::mem::take(&mut self.copies);
                 copies.clear();
                 copies.extend((0..g.disks).map(|d| (d, offset)));
-                if !write {
-                    // raid1.c's read_balance: a read that continues the last one sent to
-                    // a member goes to that member, however many are in flight.
-                    if let Some(&(disk, _)) = copies
-                        .iter()
-                        .find(|c| self.next_seq[c.0 as usize] == offset)
-                    {
-                        let usable = self.failed >> disk & 1 == 0
-                            || self.lost_at(offset).unreadable >> disk & 1 == 0;
-                        if usable {
-                            copies.clear();
-                            copies.push((disk, offset));
-                        }
-                    }
-                }
                 self.copies_to_pieces(write, &copies, len, &mut pieces);
                 if !write {
                     for p in &pieces {
@@ -203,13 +188,23 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// The copy a read goes to. A mirrored btrfs profile: its job's. md: far/offset layouts
-    /// read the lowest address (the first band);
-    /// otherwise a copy whose head is already there (sequential), then on flash the least
-    /// busy, then an idle disk, then the nearest head.
+    /// The copy a read goes to. A mirrored btrfs profile: its job's. md raid1: the member
+    /// the last read ended at, if this one continues it; far/offset layouts read the
+    /// lowest address (the first band); otherwise a copy whose head is already there
+    /// (sequential), then on flash the least busy, then an idle disk, then the nearest head.
     pub(super) fn read_balance(&self, copies: &[(u32, u64)]) -> (u32, u64) {
         if self.reads_by_job {
             return copies[self.reader as usize % copies.len()];
+        }
+        // raid1.c: a read that continues the last one sent to a member goes to that
+        // member, however many are in flight (`next_seq_sect`, kept by `dispatch`).
+        if matches!(
+            self.geo.level,
+            Level::Raid1 | Level::Raid1c3 | Level::Raid1c4
+        ) {
+            if let Some(c) = copies.iter().find(|c| self.next_seq[c.0 as usize] == c.1) {
+                return *c;
+            }
         }
         if matches!(self.geo.layout, Some(Layout::Far(_) | Layout::Offset(_))) {
             return *copies.iter().min_by_key(|c| c.1).expect("copies");
