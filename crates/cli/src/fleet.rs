@@ -403,9 +403,6 @@ fn aggregate(
     parts: &[Part],
     started: i64,
 ) -> Result<raidlab_store::NewResult> {
-    let figures = raidlab_fio::parse_output(json)
-        .with_context(|| format!("case {case}: the fleet's aggregate does not parse"))?
-        .figures;
     let mut details = serde_json::Map::new();
     details.insert(
         "fleet".into(),
@@ -420,27 +417,28 @@ fn aggregate(
             "percentiles": "merged from every host's json+ latency histogram",
         }),
     );
-    Ok(raidlab_store::NewResult {
-        case_id: raidlab_core::CaseId(case.to_string()),
+    let environment = raidlab_core::Environment {
+        target: Some(raidlab_core::FLEET_AGGREGATE.into()),
+        commands: vec![raidlab_core::CommandRun {
+            phase: "fio".into(),
+            command: ran.command.clone(),
+            seconds: (ran.seconds * 1000.0).round() / 1000.0,
+        }],
+        details,
+        ..Default::default()
+    };
+    // As a host's result arrives: fio's JSON parsed into figures on the way in.
+    WireResult {
+        case_id: case.to_string(),
         repetition: rep,
-        target: together::FLEET_TARGET.into(),
-        figures,
-        raw_json: json.as_bytes().to_vec(),
+        raw_json: json.to_string(),
         logs: Vec::new(),
-        environment: raidlab_core::Environment {
-            target: Some(together::FLEET_TARGET.into()),
-            commands: vec![raidlab_core::CommandRun {
-                phase: "fio".into(),
-                command: ran.command.clone(),
-                seconds: (ran.seconds * 1000.0).round() / 1000.0,
-            }],
-            details,
-            ..Default::default()
-        },
+        environment: serde_json::to_value(&environment)?,
         started_unix: started,
         wall_ns: (ran.seconds * 1e9) as u64,
-        source: None,
-    })
+    }
+    .into_new(raidlab_core::FLEET_AGGREGATE)
+    .map_err(|e| anyhow::anyhow!("the fleet's aggregate: {e}"))
 }
 
 /// The programs the plan's cases run on a host besides fio.

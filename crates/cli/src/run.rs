@@ -133,11 +133,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         crate::progress::bar(todo.len() as u64, quiet)
     };
     pb.set_message(format!("target {kind}"));
-    let wire = |w: raidlab_fleet::Wire| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", w.line());
-        let _ = out.flush();
-    };
+    let wire = |w: raidlab_fleet::Wire| w.emit();
     if a.events {
         wire(raidlab_fleet::Wire::Started {
             pid: std::process::id(),

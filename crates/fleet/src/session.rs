@@ -169,7 +169,7 @@ pub fn install(ssh: &Ssh, host: &Host, binary: &Path, run: &str, plan: &str) -> 
         )
         .map_err(|e| format!("cannot install raidlab in {}: {e}", host.workdir))?;
     }
-    let dir = format!("{w}/runs/{}", quote(run));
+    let dir = run_dir(host, run);
     run_ssh(
         ssh,
         &format!("mkdir -p {dir} && cat > {dir}/plan.toml"),
@@ -177,6 +177,11 @@ pub fn install(ssh: &Ssh, host: &Host, binary: &Path, run: &str, plan: &str) -> 
     )
     .map_err(|e| format!("cannot write the plan in {}: {e}", host.workdir))?;
     Ok(())
+}
+
+/// Where a run keeps its files on a host, quoted for its shell: `workdir/runs/RUN`.
+pub fn run_dir(host: &Host, run: &str) -> String {
+    format!("{}/runs/{}", quote(&host.workdir), quote(run))
 }
 
 fn env_prefix(host: &Host) -> String {
@@ -257,7 +262,7 @@ pub fn run_host(
             }
         }
         install(ssh, host, binary, &opts.run, plan)?;
-        let dir = format!("{}/runs/{}", quote(&host.workdir), quote(&opts.run));
+        let dir = run_dir(host, &opts.run);
         if opts.resume {
             // What the host holds and the controller may not have received.
             stream(
@@ -325,7 +330,7 @@ pub fn cleanup(ssh: &Ssh, host: &Host) -> Result<String, String> {
 pub fn stop_server(ssh: &Ssh, host: &Host, run: &str) -> Result<String, String> {
     run_ssh(
         ssh,
-        &crate::together::stop_server_command(&crate::together::run_dir(host, run)),
+        &crate::together::stop_server_command(&run_dir(host, run)),
         None,
     )
 }

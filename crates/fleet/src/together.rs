@@ -21,9 +21,6 @@ use std::process::Stdio;
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The target the fleet's aggregate of a together case is stored under.
-pub const FLEET_TARGET: &str = raidlab_core::FLEET_AGGREGATE;
-
 /// What the controller tells a host's raidlab, one JSON object per line on its standard
 /// input.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,12 +79,6 @@ impl FromController {
     }
 }
 
-fn say(w: &Wire) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", w.line());
-    let _ = out.flush();
-}
-
 impl raidlab_host::FioBy for FromController {
     fn run(
         &self,
@@ -96,11 +87,12 @@ impl raidlab_host::FioBy for FromController {
     ) -> Result<bool, String> {
         let job = std::fs::read_to_string(fio.job)
             .map_err(|e| format!("cannot read {}: {e}", fio.job.display()))?;
-        say(&Wire::Ready {
+        Wire::Ready {
             case_id: fio.case.id.0.clone(),
             repetition: fio.repetition,
             job,
-        });
+        }
+        .emit();
         let orders = self.orders.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             match orders.recv_timeout(Duration::from_millis(250)) {
@@ -148,11 +140,6 @@ pub struct Server {
     pub clock_rtt_ms: f64,
 }
 
-/// Where a run keeps its files on a host (the binary's work directory, `runs/RUN`).
-pub fn run_dir(host: &Host, run: &str) -> String {
-    format!("{}/runs/{}", quote(&host.workdir), quote(run))
-}
-
 fn server_arg(address: &str, port: u16) -> String {
     if address.contains(':') {
         format!("ip6:{address},{port}")
@@ -172,7 +159,7 @@ pub fn stop_server_command(dir: &str) -> String {
 /// Start the host's `fio --server` on its address and port (stopping one this run left
 /// there first), wait until it accepts connections, and measure the host's clock.
 pub fn start_server(ssh: &Ssh, host: &Host, run: &str) -> Result<Server, String> {
-    let dir = run_dir(host, run);
+    let dir = crate::session::run_dir(host, run);
     let arg = server_arg(&host.fio_address, host.fio_port);
     let start = format!(
         "{stop}; cd {dir} && fio --server={server} --daemonize=\"$PWD/fio-server.pid\" </dev/null >fio-server.log 2>&1; for i in 1 2 3 4 5 6 7 8 9 10; do [ -s fio-server.pid ] && break; sleep 0.1; done; cat fio-server.pid 2>/dev/null || (cat fio-server.log; exit 1)",
@@ -317,19 +304,14 @@ pub fn run_clients(parts: &[Part], output: &Path) -> Result<Together, String> {
         .output()
         .map_err(|e| format!("cannot run fio here (the controller): {e}; install fio"))?;
     let seconds = t0.elapsed().as_secs_f64();
-    let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    // What fio said on standard error, as the end of an error message.
+    let said = match String::from_utf8_lossy(&out.stderr).trim() {
+        "" => String::new(),
+        text => format!(": {text}"),
+    };
     let text = std::fs::read_to_string(output).unwrap_or_default();
-    let split = raidlab_fio::clients::split(&text).map_err(|e| {
-        format!(
-            "`{command}` gave no result ({}): {e}{}",
-            out.status,
-            if said.is_empty() {
-                String::new()
-            } else {
-                format!(": {said}")
-            }
-        )
-    })?;
+    let split = raidlab_fio::clients::split(&text)
+        .map_err(|e| format!("`{command}` gave no result ({}): {e}{said}", out.status))?;
     let orders = parts
         .iter()
         .map(|p| {
@@ -351,14 +333,8 @@ pub fn run_clients(parts: &[Part], output: &Path) -> Result<Together, String> {
                 },
                 None => Order::Abort {
                     why: format!(
-                        "`{command}` returned nothing from {} ({}){}",
-                        p.server.client_arg,
-                        out.status,
-                        if said.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {said}")
-                        }
+                        "`{command}` returned nothing from {} ({}){said}",
+                        p.server.client_arg, out.status
                     ),
                 },
             }

@@ -49,6 +49,14 @@ impl Wire {
     pub fn line(&self) -> String {
         serde_json::to_string(self).expect("a wire event serialises")
     }
+
+    /// Send it to the controller: one line on standard output, flushed at once.
+    pub fn emit(&self) {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", self.line());
+        let _ = out.flush();
+    }
 }
 
 impl WireResult {
