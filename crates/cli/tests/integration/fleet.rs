@@ -164,6 +164,23 @@ impl Fleet {
         p
     }
 
+    /// `raidlab run PLAN --hosts HOSTS --baseline 0 --quiet EXTRA… --out OUT`: the
+    /// controller.
+    fn run(&self, plan: &Path, extra: &[&str], out: &Path) -> Command {
+        let hosts = self.hosts();
+        let mut c = self.raidlab(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--hosts",
+            hosts.to_str().unwrap(),
+            "--baseline",
+            "0",
+            "--quiet",
+        ]);
+        c.args(extra).arg("--out").arg(out);
+        c
+    }
+
     fn raidlab(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_raidlab"));
         c.args(args)
@@ -240,20 +257,7 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
 
     // Independently on all three: each host's results, under host.NAME.
     let plan = fleet.plan(PLAN);
-    let o = fleet
-        .raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--hosts",
-            h,
-            "--baseline",
-            "0",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = fleet.run(&plan, &[], &out).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let rows = fleet.rows(&out);
     let mut targets: Vec<&str> = rows.iter().map(|r| r["target"].as_str()).collect();
@@ -293,17 +297,7 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
     let plan =
         fleet.plan(&PLAN.replace("runtime = \"1s\"", "runtime = \"2s\"\niodepth = [1, 4, 16]"));
     let controller = fleet
-        .raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--hosts",
-            h,
-            "--baseline",
-            "0",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out2)
+        .run(&plan, &[], &out2)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -366,21 +360,7 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
     fleet.sshds[2] = Some(fleet.start(2));
     let o = fleet.raidlab(&["cleanup", "--hosts", h]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
-    let o = fleet
-        .raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--hosts",
-            h,
-            "--baseline",
-            "0",
-            "--quiet",
-            "--resume",
-            "--out",
-        ])
-        .arg(&out2)
-        .output()
-        .unwrap();
+    let o = fleet.run(&plan, &["--resume"], &out2).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let rows = fleet.rows(&out2);
     let count = |host: &str| {
@@ -401,20 +381,7 @@ fn a_plan_runs_on_three_hosts_survives_a_lost_one_resumes_and_cleans_up() {
 fn together(fleet: &Fleet) {
     let out = fleet.dir.path().join("together");
     let plan = fleet.plan(&format!("{PLAN}[run]\nfleet = \"together\"\n"));
-    let o = fleet
-        .raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--hosts",
-            fleet.hosts().to_str().unwrap(),
-            "--baseline",
-            "0",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = fleet.run(&plan, &[], &out).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let rows = fleet.rows(&out);
     let mut targets: Vec<&str> = rows.iter().map(|r| r["target"].as_str()).collect();
