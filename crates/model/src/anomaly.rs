@@ -40,6 +40,9 @@ pub const SMALL_STRIPE_CACHE: u64 = 1024;
 pub const FLEET_OUTLIER: f64 = 0.20;
 /// Hosts needed before a median says what the fleet does.
 pub const FLEET_MIN_HOSTS: usize = 3;
+/// Timed members (VM lab) whose p99 lateness exceeds this share of the model's mean time
+/// per command answered too late for the figures to be the model's.
+pub const TIMED_LATE: f64 = 0.10;
 
 /// Which rule fired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -55,6 +58,7 @@ pub enum Rule {
     Erratic,
     OffModel,
     FleetOutlier,
+    TimedLate,
 }
 
 impl Rule {
@@ -71,6 +75,7 @@ impl Rule {
             Rule::Erratic => "erratic",
             Rule::OffModel => "off-model",
             Rule::FleetOutlier => "fleet-outlier",
+            Rule::TimedLate => "timed-late",
         }
     }
 }
@@ -102,6 +107,7 @@ pub fn anomalies(o: &Observation) -> Vec<Anomaly> {
         write_cache,
         non_uniform,
         stripe_cache,
+        timed_late,
         erratic,
     ]
     .iter()
@@ -179,6 +185,47 @@ fn rebuild_at_min(o: &Observation) -> Option<Anomaly> {
              this load md held it at the floor{full}. Raise sync_speed_min \
              (/sys/block/mdX/md/sync_speed_min; plan field sync_speed_min) to shorten the \
              window in which another failure loses data, at the workload's expense."
+        ),
+    )
+}
+
+/// The VM lab's timed members (`vm.timed_members.during_fio`, one entry per member)
+/// answered late against their model's schedule: their worst p99 lateness is more than
+/// [`TIMED_LATE`] of the model's mean media time per command over the case's fio.
+fn timed_late(o: &Observation) -> Option<Anomaly> {
+    let members = o
+        .environment
+        .details
+        .get("vm")?
+        .get("timed_members")?
+        .get("during_fio")?
+        .as_array()?;
+    let num = |m: &serde_json::Value, k: &str| m.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let commands: f64 = members
+        .iter()
+        .map(|m| num(m, "reads") + num(m, "writes"))
+        .sum();
+    let busy: f64 = members.iter().map(|m| num(m, "busy_s")).sum();
+    let p99 = members
+        .iter()
+        .map(|m| num(m, "lateness_p99_us"))
+        .fold(0.0, f64::max);
+    if commands == 0.0 {
+        return None;
+    }
+    let per_command_us = busy / commands * 1e6;
+    if p99 <= TIMED_LATE * per_command_us {
+        return None;
+    }
+    flag(
+        Rule::TimedLate,
+        format!(
+            "The timed members answered up to {p99:.0} µs late (p99) against their model's \
+             schedule, {:.0} % of the model's {:.2} ms per command: part of this figure is \
+             the machine's, not the model's. Run it where qemu and raidlab have idle cores \
+             (KVM rather than TCG), or with fewer members.",
+            p99 / per_command_us * 100.0,
+            per_command_us / 1e3
         ),
     )
 }
@@ -559,6 +606,24 @@ mod tests {
         let env = json!({"resync_during_fio": false, "write_cache_after": {"sda": false},
                          "member_baseline_iops": {"sda": 75, "sdb": 80, "sdc": 70}});
         assert!(rules(&c, &figures(0.0, 105.0, 4096.0), env, &STEADY, Some(&e)).is_empty());
+    }
+
+    /// Timed members that answered late, against the model's time per command.
+    #[test]
+    fn timed_members_that_answered_late() {
+        let c = case(Level::Raid0, None, 2, Rw::RandRead, 4096);
+        let f = figures(300.0, 0.0, 4096.0);
+        let env = |p99: u32, busy_s: f64| {
+            let m = json!({"reads": 1000, "writes": 0, "busy_s": busy_s, "lateness_p99_us": p99});
+            json!({"vm": {"timed_members": {"during_fio": [m.clone(), m]}}})
+        };
+        // 6 ms per command: 300 µs late is 5 %, 900 µs is 15 %.
+        assert!(rules(&c, &f, env(300, 6.0), &[], None).is_empty());
+        assert_eq!(rules(&c, &f, env(900, 6.0), &[], None), [Rule::TimedLate]);
+        // Streaming at 0.5 ms per command, 300 µs is 60 %.
+        assert_eq!(rules(&c, &f, env(300, 0.5), &[], None), [Rule::TimedLate]);
+        let none = json!({"vm": {"timed_members": null}});
+        assert!(rules(&c, &f, none, &[], None).is_empty());
     }
 
     #[test]

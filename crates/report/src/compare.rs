@@ -176,8 +176,9 @@ pub fn difference(a: &Side, b: &Side) -> String {
 pub type Pair<'a> = (&'a Side, &'a Side);
 
 /// Pair A's sides with B's: by case id and target when `by` is empty, else by the values
-/// of the named dimensions. Several sides with one key on a side is refused, naming what
-/// tells them apart.
+/// of the named dimensions. Where each side ran on one target and the two differ (the
+/// same plan with `--target vm` and on the simulator), by case id alone. Several sides
+/// with one key on a side is refused, naming what tells them apart.
 pub fn pair_two<'a>(
     a: &'a [Side],
     b: &'a [Side],
@@ -188,8 +189,15 @@ pub fn pair_two<'a>(
         .iter()
         .map(|d| resolve(d, &all))
         .collect::<Result<Vec<_>, _>>()?;
+    let targets = |sides: &[Side]| -> BTreeSet<String> {
+        sides.iter().map(|s| s.dims["target"].clone()).collect()
+    };
+    let (ta, tb) = (targets(a), targets(b));
+    let across_targets = ta.len() == 1 && tb.len() == 1 && ta != tb;
     let key = |s: &Side| -> String {
-        if dims.is_empty() {
+        if dims.is_empty() && across_targets {
+            format!("case {}", s.case_id)
+        } else if dims.is_empty() {
             format!("case {} on {}", s.case_id, s.dims["target"])
         } else {
             dims.iter()
@@ -697,6 +705,33 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// The same plan on the VM lab and on the simulator pairs by case id; where a side
+    /// holds several targets, the target is part of the key.
+    #[test]
+    fn one_target_against_another_pairs_by_case_id() {
+        let vm = [
+            side("a", &[("target", "vm")], &[10.0]),
+            side("b", &[("target", "vm")], &[5.0]),
+        ];
+        let sim = [
+            side("a", &[("target", "sim")], &[11.0]),
+            side("c", &[("target", "sim")], &[5.0]),
+        ];
+        let pairs = pair_two(&vm, &sim, &[]).unwrap();
+        let ids: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(a, b)| (a.case_id.as_str(), b.case_id.as_str()))
+            .collect();
+        assert_eq!(ids, [("a", "a")]);
+        let both = [
+            side("a", &[("target", "vm")], &[10.0]),
+            side("a", &[("target", "sim")], &[11.0]),
+        ];
+        let pairs = pair_two(&both, &sim, &[]).unwrap();
+        assert_eq!(pairs.len(), 1);
+        assert_eq!(pairs[0].0.dims["target"], "sim", "same target, same case");
     }
 
     #[test]

@@ -11,10 +11,11 @@
 pub mod cpio;
 pub mod guest;
 pub mod lab;
+pub mod timed;
 
 use raidlab_backend::{CaseOutput, RunContext, Target, TargetError};
 use raidlab_core::disk::{DiskKind, DiskModel};
-use raidlab_core::{Case, DiskSet, Environment};
+use raidlab_core::{Case, DiskSet, Environment, WriteCache};
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -268,6 +269,14 @@ pub fn accel(lab: &lab::Lab, fresh: bool) -> Result<(String, String), String> {
     Ok((a.to_string(), why))
 }
 
+/// What a case's timed members did: during its fio (from the console's phase lines;
+/// absent when the guest never reached fio) and over the whole boot.
+#[derive(Debug, Clone, serde::Serialize)]
+struct Timed {
+    during_fio: Option<Vec<raidlab_timed::MemberStats>>,
+    boot: Vec<raidlab_timed::MemberStats>,
+}
+
 /// What the VM target needs from the plan and the command line.
 #[derive(Debug, Clone)]
 pub struct VmConfig {
@@ -305,7 +314,29 @@ impl VmTarget {
             .to_string();
         let (accel, accel_why) = accel(&lab, false).map_err(err)?;
         let model = cfg.disks.resolved_model().map_err(err)?;
-        let capacity = cfg.disks.capacity.map(|b| b.0).unwrap_or(DEFAULT_CAPACITY);
+        // A member is the disk's first `span` bytes (the model's surface beyond it is
+        // never touched), else the whole `capacity`.
+        let capacity = cfg
+            .disks
+            .span
+            .or(cfg.disks.capacity)
+            .map(|b| b.0)
+            .unwrap_or(DEFAULT_CAPACITY);
+        if let Some(
+            m @ DiskModel {
+                kind: DiskKind::Hdd(_),
+                ..
+            },
+        ) = &model
+        {
+            if capacity > m.capacity().0 {
+                return Err(err(format!(
+                    "[disks] span: {capacity} bytes per member is more than the {} model's {} bytes: a timed member is the first part of the model's surface; give a smaller span",
+                    m.name,
+                    m.capacity().0
+                )));
+            }
+        }
         Ok(VmTarget {
             cfg,
             lab,
@@ -342,6 +373,15 @@ impl VmTarget {
         s
     }
 
+    /// The model when members are timed (a mechanical model): the guest's md then meets
+    /// disks that seek and rotate ([`timed`]). Flash is far faster than a real-time
+    /// emulator's answers can be accurate, and throttles are qemu's own.
+    fn timed_model(&self) -> Option<&DiskModel> {
+        self.model
+            .as_ref()
+            .filter(|m| matches!(m.kind, DiskKind::Hdd(_)))
+    }
+
     /// Boot once for `batch`; store each case's outcome in `done`.
     fn boot(&self, batch: &[(Case, u32)], cx: &RunContext) -> Result<(), TargetError> {
         let (n, dir) = self.boot_dir()?;
@@ -350,7 +390,28 @@ impl VmTarget {
             .map(|(c, _)| c.array.disks as usize)
             .max()
             .unwrap_or(1);
-        let args = self.drives(&dir, disks)?;
+        let timed = match self.timed_model() {
+            Some(m) => Some(
+                timed::Members::start(
+                    &dir,
+                    disks,
+                    self.capacity,
+                    m,
+                    batch[0].0.array.write_cache == WriteCache::On,
+                    n as u64,
+                )
+                .map_err(err)?,
+            ),
+            None => None,
+        };
+        let args = match &timed {
+            Some(t) => {
+                let mut a = t.qemu_args();
+                a.extend(self.results_drive(&dir)?);
+                a
+            }
+            None => self.drives(&dir, disks)?,
+        };
         let initrd = self.initrd(&dir, batch, disks)?;
         let console = dir.join("console.log");
         let mut all = base_args(&self.lab, &self.accel, &initrd, &console);
@@ -366,19 +427,31 @@ impl VmTarget {
             raidlab_core::plural(batch.len(), "case", "cases")
         ));
         let t0 = Instant::now();
+        let watcher = timed.as_ref().map(|t| t.watch(&console));
         let mut q = spawn_qemu(&all).map_err(err)?;
         let ended = wait(&mut q, Duration::from_secs(budget), Some(cx.stop));
         drop(q);
         let boot_seconds = t0.elapsed().as_secs_f64();
+        let (per_case, totals) = match (timed, watcher) {
+            (Some(t), Some(w)) => {
+                let (p, t) = t.finish(w);
+                (p, Some(t))
+            }
+            _ => (Vec::new(), None),
+        };
         let _ = std::fs::remove_file(&initrd);
         for i in 0..disks {
             let _ = std::fs::remove_file(dir.join(format!("d{i}.img")));
         }
         let rdir = results_of(&dir, ended, budget)?;
         let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-        for (c, r) in batch {
+        for (k, (c, r)) in batch.iter().enumerate() {
             let d = rdir.join(guest::case_dir(c, *r));
-            let out = self.collect(&d, &console, boot_seconds, batch.len());
+            let members = totals.as_ref().map(|t| Timed {
+                during_fio: per_case.get(k).cloned().flatten(),
+                boot: t.clone(),
+            });
+            let out = self.collect(&d, &console, boot_seconds, batch.len(), members);
             done.insert((c.id.0.clone(), *r), out);
         }
         Ok(())
@@ -420,6 +493,14 @@ impl VmTarget {
             args.push("-device".into());
             args.push(format!("virtio-blk-pci,drive=d{i},serial=d{i}"));
         }
+        args.extend(self.results_drive(dir)?);
+        Ok(args)
+    }
+
+    /// The results disk the guest writes its tar archive to.
+    fn results_drive(&self, dir: &Path) -> Result<Vec<String>, TargetError> {
+        let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
+        let mut args = Vec::new();
         let results = dir.join("results.img");
         std::fs::File::create(&results)
             .and_then(|h| h.set_len(64 << 20))
@@ -480,6 +561,7 @@ impl VmTarget {
         console: &Path,
         boot_seconds: f64,
         cases: usize,
+        timed: Option<Timed>,
     ) -> Result<CaseOutput, String> {
         if let Ok(e) = std::fs::read_to_string(d.join("error.txt")) {
             // The console's last words, without the lines the error already quotes.
@@ -517,24 +599,32 @@ impl VmTarget {
             self.model.as_ref().map(|m| &m.kind),
             Some(DiskKind::Throttle(_))
         );
+        let note = if timed.is_some() {
+            "members timed by the disk model in real time (raidlab-timed over NBD): the figures are the real md on the model's disks"
+        } else if throttled {
+            "members throttled by qemu: the figures are the throttle's"
+        } else {
+            "unthrottled emulated disks: figures are bound by the emulated CPU and vary run to run; only relative figures mean anything"
+        };
         env.target = Some("vm".into());
         env.details.insert(
-                "vm".into(),
-                serde_json::json!({
-                    "kernel": self.lab.kver,
-                    "lab": self.lab.info(),
-                    "qemu": self.qemu_version,
-                    "accel": self.accel,
-                    "accel_why": self.accel_why,
-                    "disk_model": self.model.as_ref().map(|m| m.name.clone()),
-                    "drive_options": Self::throttling(self.model.as_ref()),
-                    "member_capacity": self.capacity,
-                    "cpu_bound": !throttled,
-                    "note": if throttled { "members throttled by qemu: the figures are the throttle's" } else { "unthrottled emulated disks: figures are bound by the emulated CPU and vary run to run; only relative figures mean anything" },
-                    "boot_seconds": (boot_seconds * 10.0).round() / 10.0,
-                    "cases_in_boot": cases,
-                }),
-            );
+            "vm".into(),
+            serde_json::json!({
+                "kernel": self.lab.kver,
+                "lab": self.lab.info(),
+                "qemu": self.qemu_version,
+                "accel": self.accel,
+                "accel_why": self.accel_why,
+                "disk_model": self.model.as_ref().map(|m| m.name.clone()),
+                "drive_options": Self::throttling(self.model.as_ref()),
+                "member_capacity": self.capacity,
+                "cpu_bound": !throttled && timed.is_none(),
+                "note": note,
+                "timed_members": timed,
+                "boot_seconds": (boot_seconds * 10.0).round() / 10.0,
+                "cases_in_boot": cases,
+            }),
+        );
         Ok(CaseOutput {
             fio_json,
             logs,
@@ -597,6 +687,9 @@ impl Target for VmTarget {
                     .take_while(|(c, _)| {
                         c.array.disks <= self.cfg.disks.count
                             && c.array.engine == raidlab_core::Engine::Md
+                            // Timed members get the model's cache at start.
+                            && (self.timed_model().is_none()
+                                || c.array.write_cache == case.array.write_cache)
                     })
                     .cloned()
                     .collect(),

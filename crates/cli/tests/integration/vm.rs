@@ -739,3 +739,263 @@ fn interrupt_kills_the_vm() {
         assert!(!alive(q), "qemu {q} outlived raidlab");
     }
 }
+
+/// What each timed member did during a case's fio, by case id, from the stored results.
+fn timed_members(dir: &Path) -> std::collections::HashMap<String, Vec<serde_json::Value>> {
+    let store = Store::open(dir).unwrap();
+    store
+        .results()
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            let during = r.environment.details["vm"]["timed_members"]["during_fio"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}: no timed members during fio", r.case_id))
+                .clone();
+            (r.case_id.0, during)
+        })
+        .collect()
+}
+
+/// Sum of a numeric field over members.
+fn total(members: &[serde_json::Value], key: &str) -> f64 {
+    members.iter().map(|m| m[key].as_f64().unwrap()).sum()
+}
+
+/// The simulator's media time per member command in a case (ms): its members' busy share
+/// of the run (fio's `util`) over their commands.
+fn sim_ms_per_command(row: &serde_json::Value, runtime_s: f64, dir: &Path) -> f64 {
+    let store = Store::open(dir).unwrap();
+    let r = store
+        .results()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.case_id.0 == row["case_id"].as_str().unwrap())
+        .unwrap();
+    let members: Vec<_> = r
+        .figures
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none())
+        .collect();
+    let busy: f64 = members.iter().map(|d| d.util / 100.0 * runtime_s).sum();
+    let ios: u64 = members.iter().map(|d| d.read_ios + d.write_ios).sum();
+    busy / ios as f64 * 1e3
+}
+
+/// One timed `hdd-7200` member (the model's whole surface, the first 4 GiB used), no md:
+/// the emulator is faithful to the model. Each case's commands reach the member and are
+/// counted; at queue depth 1 the model's media time per command is the simulator's mean
+/// latency for the same workload within 5 %; what fio sees in the guest adds the path
+/// through the emulated machine (measured here ~1 ms per I/O under TCG: guest, virtio,
+/// qemu's NBD client), so its IOPS are within 15 % of the simulator's at depth 8, 20 % at
+/// depth 1.
+#[test]
+fn timed_single_member_follows_its_model() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let body = "[disks]\ncount = 1\nmodel = \"hdd-7200\"\nspan = \"4g\"\n[[arrays]]\nlevel = \"single\"\nwrite_cache = \"off\"\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nbs = \"4k\"\niodepth = [1, 8]\nsize = \"2g\"\nruntime = \"6s\"\n";
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("timed-single.toml");
+    std::fs::write(&plan, format!("name = \"timed-single\"\n{body}")).unwrap();
+    let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
+    for (target, out) in [("vm", &vm), ("sim", &sim)] {
+        let o = raidlab(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            target,
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (vrows, srows) = (rows(&vm), rows(&sim));
+    let timed = timed_members(&vm);
+    assert_eq!(vrows.len(), 4);
+    for (v, s) in vrows.iter().zip(&srows) {
+        let id = v["case_id"].as_str().unwrap();
+        assert_eq!(id, s["case_id"].as_str().unwrap());
+        let m = &timed[id];
+        assert_eq!(m.len(), 1, "{id}: one member");
+        let commands = total(m, "reads") + total(m, "writes");
+        let model_ms = total(m, "busy_s") / commands * 1e3;
+        let qd = v["iodepth"].as_u64().unwrap();
+        let iops = |r: &serde_json::Value| {
+            r["read_iops"].as_f64().unwrap_or(0.0) + r["write_iops"].as_f64().unwrap_or(0.0)
+        };
+        let lat = |r: &serde_json::Value| {
+            r["read_lat_mean_ms"]
+                .as_f64()
+                .or(r["write_lat_mean_ms"].as_f64())
+                .unwrap()
+        };
+        let (a, b) = (iops(v), iops(s));
+        eprintln!(
+            "{id} {} qd{qd}: vm {a:.1} IOPS ({:.2} ms), model {model_ms:.2} ms per command over {commands} commands, lateness p50/p99 {}/{} µs; sim {b:.1} IOPS ({:.2} ms)",
+            v["rw"], lat(v), m[0]["lateness_p50_us"], m[0]["lateness_p99_us"], lat(s)
+        );
+        // fio's own count of the member's requests (the guest's disk_util) reached the
+        // member: every one of them, and little else (the window spans fio's whole run).
+        let store = Store::open(&vm).unwrap();
+        let r = store
+            .results()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.case_id.0 == id)
+            .unwrap();
+        let guest: u64 = r
+            .figures
+            .disk_util
+            .iter()
+            .map(|d| d.read_ios + d.write_ios)
+            .sum();
+        assert!(
+            commands >= guest as f64 * 0.98 && commands <= guest as f64 * 1.1 + 50.0,
+            "{id}: the member counted {commands} commands, the guest sent {guest}"
+        );
+        if qd == 1 {
+            within(
+                &format!("{id}: the model's time per command against the sim's latency"),
+                model_ms,
+                lat(s),
+                0.05,
+            );
+            let path = lat(v) - model_ms;
+            assert!(
+                (0.0..3.0).contains(&path),
+                "{id}: fio's latency is {path:.2} ms above the model's"
+            );
+            within(&format!("sim predicting vm, {id} qd1"), b, a, 0.20);
+        } else {
+            within(&format!("sim predicting vm, {id} qd{qd}"), b, a, 0.15);
+        }
+    }
+}
+
+/// The real kernel md on four timed `hdd-7200` members against the simulator's md on the
+/// same model: raid0, raid10 n2/f2/o2, raid5 and raid6, 4 KiB random reads and writes at
+/// queue depth 1 and 8, 1 MiB sequential reads and writes, in three boots. What is
+/// compared is md's part, layer by layer:
+/// - the member commands per host I/O, counted by the members themselves during the
+///   case's fio, against md's own count of host I/Os: md's cost (1, 2 for raid10 writes,
+///   4 for raid5/6 small writes), and the simulator's;
+/// - the model's media time per member command, which says whether md sent the members
+///   the same pattern (where, in what order, how many at once) as the simulator did;
+/// - fio's IOPS, printed for every case and held to a band: the goal of 15 % is not met
+///   (docs/vm-lab.md "Timed members" lists each case and why).
+///
+/// Sequential 1 MiB cases are printed, not judged: the guest's block layer merges
+/// md's chunk-sized pieces into requests of up to a megabyte, which the simulator does not.
+#[test]
+fn timed_members_md_layouts_against_the_simulator() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let runtime = 5.0;
+    let array = |level: &str, layout: &str| {
+        format!("[[arrays]]\nlevel = \"{level}\"\n{layout}chunk = \"64k\"\nfilesystem = \"xfs\"\nwrite_cache = \"off\"\nresync = \"assume-clean\"\n")
+    };
+    let body = format!(
+        "[disks]\ncount = 4\nmodel = \"hdd-7200\"\nspan = \"4g\"\n{}{}{}{}\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nbs = \"4k\"\niodepth = [1, 8]\nsize = \"1g\"\nruntime = \"{runtime}s\"\n[[workloads]]\nrw = [\"read\", \"write\"]\nbs = \"1m\"\niodepth = 4\nsize = \"1g\"\nruntime = \"{runtime}s\"\n",
+        array("raid0", ""),
+        array("raid10", "layout = [\"n2\", \"f2\", \"o2\"]\n"),
+        array("raid5", ""),
+        array("raid6", ""),
+    );
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("timed-layouts.toml");
+    std::fs::write(&plan, format!("name = \"timed-layouts\"\n{body}")).unwrap();
+    let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
+    for (target, out) in [("vm", &vm), ("sim", &sim)] {
+        let t0 = Instant::now();
+        let o = raidlab(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            target,
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        eprintln!(
+            "timed layouts: {target} run {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (vrows, srows) = (rows(&vm), rows(&sim));
+    assert_eq!(vrows.len(), 36);
+    let timed = timed_members(&vm);
+    let store = Store::open(&vm).unwrap();
+    let results = store.results().unwrap();
+    let iops = |r: &serde_json::Value| {
+        r["read_iops"].as_f64().unwrap_or(0.0) + r["write_iops"].as_f64().unwrap_or(0.0)
+    };
+    for (v, s) in vrows.iter().zip(&srows) {
+        let id = v["case_id"].as_str().unwrap();
+        assert_eq!(id, s["case_id"].as_str().unwrap());
+        let label = format!(
+            "{} {}",
+            v["array_label"].as_str().unwrap(),
+            v["rw"].as_str().unwrap()
+        );
+        let qd = v["iodepth"].as_u64().unwrap();
+        let m = &timed[id];
+        assert_eq!(m.len(), 4, "{label}: four members");
+        let commands = total(m, "reads") + total(m, "writes");
+        let vm_ms = total(m, "busy_s") / commands * 1e3;
+        let sim_ms = sim_ms_per_command(s, runtime, &sim);
+        let r = results.iter().find(|r| r.case_id.0 == id).unwrap();
+        let md = r
+            .figures
+            .disk_util
+            .iter()
+            .find(|d| d.aggr_read_ios.is_some())
+            .expect("md's disk_util");
+        let cost = commands / (md.read_ios + md.write_ios) as f64;
+        let sim_cost = s["member_ios_per_io"].as_f64().unwrap();
+        let late = m
+            .iter()
+            .map(|x| x["lateness_p99_us"].as_u64().unwrap())
+            .max()
+            .unwrap();
+        let (a, b) = (iops(v), iops(s));
+        eprintln!(
+            "{label} {} qd{qd}: vm {a:.1} IOPS, sim {b:.1} ({:+.1} %) | member commands per I/O vm {cost:.2}, sim {sim_cost:.2} | media ms per command vm {vm_ms:.2}, sim {sim_ms:.2} ({:+.1} %) | lateness p99 {late} µs",
+            v["bs"], (b / a - 1.0) * 100.0, (sim_ms / vm_ms - 1.0) * 100.0
+        );
+        assert!(a > 0.0, "{label}: no I/O in the guest");
+        if v["bs"].as_u64() != Some(4096) {
+            continue;
+        }
+        let level = v["level"].as_str().unwrap();
+        let md_cost = match (level, v["rw"].as_str().unwrap()) {
+            (_, "randread") | ("raid0", _) => 1.0,
+            ("raid10", _) => 2.0,
+            _ => 4.0,
+        };
+        assert!(
+            (cost - md_cost).abs() < 0.15 && (sim_cost - md_cost).abs() < 0.1,
+            "{label} qd{qd}: {cost:.2} member commands per I/O in the guest, {sim_cost:.2} simulated, md's cost {md_cost}"
+        );
+        within(
+            &format!("{label} qd{qd}: the simulator's media time per command against the guest's"),
+            sim_ms,
+            vm_ms,
+            0.20,
+        );
+        assert!(
+            b >= a * 0.85 && b <= a * 1.6,
+            "{label} qd{qd}: simulated {b:.1} IOPS, the guest's {a:.1}, outside the band −15 % / +60 %"
+        );
+    }
+}

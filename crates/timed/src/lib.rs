@@ -1,0 +1,337 @@
+//! Timed members: a member disk for the VM lab whose every command takes the time a
+//! raidlab disk model says it takes, so that the real kernel md in the guest meets disks
+//! that seek, rotate, queue and cache as the simulator's do.
+//!
+//! Each member is a sparse file served over NBD on a unix socket ([`nbd`]); qemu's NBD
+//! client connects to it and the guest sees a virtio disk. Data goes to the file at once;
+//! the answer goes back when the model, driven by the wall clock ([`clock`]), completes
+//! the command. The model is the simulator's own device (`raidlab_sim::device`), not a
+//! copy. Each member counts its commands and how late it answered against the model's
+//! schedule, so a result says how faithful its timing was.
+
+pub mod clock;
+pub mod nbd;
+
+use clock::{Command, Kind, Live};
+use raidlab_core::disk::{DiskKind, DiskModel};
+use raidlab_core::Scheduler;
+use raidlab_sim::device::{Hdd, Ssd, Throttle};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One timed member to serve.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The unix socket qemu connects to (created; an old one is replaced).
+    pub socket: PathBuf,
+    /// The sparse file that holds the member's data (created at `size` if absent).
+    pub file: PathBuf,
+    /// The member's size as the guest sees it: the first `size` bytes of the model's
+    /// surface (its outer zones), as `span` keeps a test region at a disk's start.
+    pub size: u64,
+    pub model: DiskModel,
+    pub write_cache: bool,
+    /// The scheduler above the drive's own queue in the model. The guest has its own;
+    /// qemu's NBD client keeps at most 16 commands in flight, below any preset's queue.
+    pub scheduler: Scheduler,
+    /// Seeds the platter's starting angle and the firmware's estimate errors.
+    pub seed: u64,
+}
+
+/// A member being served; [`TimedMember::finish`] stops it.
+pub struct TimedMember {
+    stop: Arc<AtomicBool>,
+    live: Arc<Mutex<Live>>,
+    acceptor: Option<JoinHandle<()>>,
+    clock: Option<JoinHandle<()>>,
+    socket: PathBuf,
+}
+
+/// What a member did over a stretch of time, as a result stores it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MemberStats {
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// The model's media time (positioning and transfer), seconds.
+    pub busy_s: f64,
+    /// Most commands held at once, since the member started.
+    pub max_outstanding: usize,
+    /// How late answers were against the model's schedule, µs.
+    pub lateness_p50_us: u32,
+    pub lateness_p99_us: u32,
+    pub lateness_max_us: u32,
+}
+
+/// A point in a member's life, to count from ([`TimedMember::since`]).
+#[derive(Debug, Clone, Default)]
+pub struct Mark(Live);
+
+/// Why a member cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum TimedError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn at(path: &Path) -> impl FnOnce(io::Error) -> TimedError + '_ {
+    move |source| TimedError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl TimedMember {
+    /// Bind the socket and start the member's clock; qemu may connect from now on.
+    pub fn start(spec: &Spec) -> Result<TimedMember, TimedError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&spec.file)
+            .map_err(at(&spec.file))?;
+        if file.metadata().map_err(at(&spec.file))?.len() < spec.size {
+            file.set_len(spec.size).map_err(at(&spec.file))?;
+        }
+        let _ = std::fs::remove_file(&spec.socket);
+        let listener = UnixListener::bind(&spec.socket).map_err(at(&spec.socket))?;
+        listener.set_nonblocking(true).map_err(at(&spec.socket))?;
+
+        let live = Arc::new(Mutex::new(Live::default()));
+        let (tx, rx) = channel::<Command>();
+        let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+        let l = live.clone();
+        let clock = match &spec.model.kind {
+            DiskKind::Hdd(p) => {
+                let m = Hdd::new(p, spec.write_cache, spec.scheduler, &mut rng);
+                std::thread::spawn(move || clock::run(m, rx, l))
+            }
+            DiskKind::Ssd(p) => {
+                let m = Ssd::new(p);
+                std::thread::spawn(move || clock::run(m, rx, l))
+            }
+            DiskKind::Throttle(p) => {
+                let m = Throttle::new(p);
+                std::thread::spawn(move || clock::run(m, rx, l))
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let file = Arc::new(file);
+        let size = spec.size;
+        let s = stop.clone();
+        let acceptor = std::thread::spawn(move || accept(listener, file, size, tx, s));
+        Ok(TimedMember {
+            stop,
+            live,
+            acceptor: Some(acceptor),
+            clock: Some(clock),
+            socket: spec.socket.clone(),
+        })
+    }
+
+    /// Where the member stands now.
+    pub fn mark(&self) -> Mark {
+        Mark(self.live.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// What the member did since `mark` (since it started, for `Mark::default()`).
+    pub fn since(&self, mark: &Mark) -> MemberStats {
+        let now = self.mark();
+        stats_between(&mark.0, &now.0)
+    }
+
+    /// Stop accepting, wait until the client closed its connection and every command it
+    /// sent is answered, and say what the member did in all.
+    pub fn finish(mut self) -> MemberStats {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        if let Some(c) = self.clock.take() {
+            let _ = c.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+        self.since(&Mark::default())
+    }
+}
+
+impl Drop for TimedMember {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn stats_between(a: &Live, b: &Live) -> MemberStats {
+    let mut late: Vec<u32> = b.lateness_us[a.lateness_us.len().min(b.lateness_us.len())..].to_vec();
+    late.sort_unstable();
+    let pct = |p: f64| -> u32 {
+        if late.is_empty() {
+            0
+        } else {
+            late[((late.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    MemberStats {
+        reads: b.reads - a.reads,
+        writes: b.writes - a.writes,
+        flushes: b.flushes - a.flushes,
+        read_bytes: b.read_bytes - a.read_bytes,
+        write_bytes: b.write_bytes - a.write_bytes,
+        busy_s: (b.busy.0 - a.busy.0) as f64 / 1e9,
+        max_outstanding: b.max_outstanding,
+        lateness_p50_us: pct(0.5),
+        lateness_p99_us: pct(0.99),
+        lateness_max_us: late.last().copied().unwrap_or(0),
+    }
+}
+
+/// Accept connections until told to stop; each is served by its own reader and writer.
+/// Returns once every connection has closed.
+fn accept(
+    listener: UnixListener,
+    file: Arc<File>,
+    size: u64,
+    commands: Sender<Command>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut sessions = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let (f, c) = (file.clone(), commands.clone());
+                sessions.push(std::thread::spawn(move || {
+                    let _ = serve(stream, &f, size, c);
+                }));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => break,
+        }
+    }
+    drop(commands);
+    for s in sessions {
+        let _ = s.join();
+    }
+}
+
+/// A reply on its way to the client.
+struct Reply {
+    cookie: u64,
+    error: u32,
+    data: Vec<u8>,
+}
+
+/// One connection: negotiate, then read requests, do their I/O on the file, and hand them
+/// to the clock, whose answers a writer thread sends back in completion order.
+fn serve(
+    mut stream: UnixStream,
+    file: &File,
+    size: u64,
+    commands: Sender<Command>,
+) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    if !nbd::handshake(&mut stream, size)? {
+        return Ok(());
+    }
+    let (wtx, wrx) = channel::<Reply>();
+    let out = stream.try_clone()?;
+    let writer = std::thread::spawn(move || {
+        let mut w = BufWriter::new(out);
+        while let Ok(r) = wrx.recv() {
+            if nbd::write_reply(&mut w, r.cookie, r.error, &r.data).is_err() {
+                break;
+            }
+            // Replies ready at the same moment leave together.
+            let mut ok = true;
+            while let Ok(r) = wrx.try_recv() {
+                ok &= nbd::write_reply(&mut w, r.cookie, r.error, &r.data).is_ok();
+            }
+            if !ok || w.flush().is_err() {
+                break;
+            }
+        }
+    });
+    let mut input = io::BufReader::new(stream);
+    let result = (|| -> io::Result<()> {
+        while let Some(req) = nbd::read_request(&mut input)? {
+            let len = req.len as u64;
+            let inside = req.offset.checked_add(len).is_some_and(|end| end <= size);
+            let reply_now = |error: u32| {
+                let _ = wtx.send(Reply {
+                    cookie: req.cookie,
+                    error,
+                    data: Vec::new(),
+                });
+            };
+            let (kind, data) = match req.kind {
+                nbd::CMD_READ => {
+                    if !inside {
+                        reply_now(nbd::EINVAL);
+                        continue;
+                    }
+                    let mut buf = vec![0u8; req.len as usize];
+                    if file.read_exact_at(&mut buf, req.offset).is_err() {
+                        reply_now(nbd::EIO);
+                        continue;
+                    }
+                    (Kind::Read, buf)
+                }
+                nbd::CMD_WRITE => {
+                    let mut buf = vec![0u8; req.len as usize];
+                    input.read_exact(&mut buf)?;
+                    if !inside {
+                        reply_now(nbd::EINVAL);
+                        continue;
+                    }
+                    if file.write_all_at(&buf, req.offset).is_err() {
+                        reply_now(nbd::EIO);
+                        continue;
+                    }
+                    (Kind::Write, Vec::new())
+                }
+                nbd::CMD_FLUSH => (Kind::Flush, Vec::new()),
+                nbd::CMD_DISC => return Ok(()),
+                _ => {
+                    reply_now(nbd::EINVAL);
+                    continue;
+                }
+            };
+            let w = wtx.clone();
+            let cookie = req.cookie;
+            let sent = commands.send(Command {
+                kind,
+                offset: req.offset,
+                len,
+                reply: Box::new(move || {
+                    let _ = w.send(Reply {
+                        cookie,
+                        error: 0,
+                        data,
+                    });
+                }),
+            });
+            if sent.is_err() {
+                return Err(io::Error::other("the member's clock stopped"));
+            }
+        }
+        Ok(())
+    })();
+    drop(wtx);
+    let _ = writer.join();
+    result
+}
