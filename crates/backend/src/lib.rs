@@ -82,6 +82,14 @@ pub struct SimTarget {
     pub threads: usize,
 }
 
+impl SimTarget {
+    /// The seed of one repetition: each gets its own, derived from the plan's so runs
+    /// stay reproducible.
+    pub fn seed_of(plan_seed: u64, repetition: u32) -> u64 {
+        plan_seed.wrapping_add(repetition as u64 * 0x1000_0000_0001)
+    }
+}
+
 impl Target for SimTarget {
     fn kind(&self) -> TargetKind {
         TargetKind::Sim
@@ -97,8 +105,7 @@ impl Target for SimTarget {
         repetition: u32,
         _cx: &RunContext,
     ) -> Result<CaseOutput, TargetError> {
-        // Each repetition gets its own seed, derived so runs stay reproducible.
-        let seed = self.seed.wrapping_add(repetition as u64 * 0x1000_0000_0001);
+        let seed = SimTarget::seed_of(self.seed, repetition);
         let out = raidlab_sim::simulate(case, seed)?;
         let environment = out.environment(seed);
         Ok(CaseOutput {

@@ -79,6 +79,20 @@ fn read_log(
     }
 }
 
+/// The seed a `--target sim` run of the store's plan would use for its first repetition:
+/// the plan's `[run] seed` when the store keeps a plan that still reads, else the default.
+fn sim_seed(store: &Store) -> u64 {
+    let plan = store.meta().ok().and_then(|m| {
+        let text = m.plan_text?;
+        let path = std::path::PathBuf::from(m.plan_path.unwrap_or_default());
+        raidlab_core::Plan::parse(&text, &path).ok()
+    });
+    let seed = plan
+        .map(|p| p.run.seed)
+        .unwrap_or(raidlab_core::plan::RunOptions::default().seed);
+    raidlab_backend::SimTarget::seed_of(seed, 1)
+}
+
 /// Every case and target of the store as a row, with its details.
 pub fn build(store: &Store) -> Result<Built> {
     // case id → target → results of each repetition.
@@ -107,6 +121,7 @@ pub fn build(store: &Store) -> Result<Built> {
         rows: Vec::new(),
         details: Vec::new(),
     };
+    let seed = sim_seed(store);
     for c in &cases {
         for (target, results) in by_case.get(&c.id.0).into_iter().flatten() {
             let figures: Vec<Figures> = results.iter().map(|r| r.figures.clone()).collect();
@@ -117,6 +132,9 @@ pub fn build(store: &Store) -> Result<Built> {
                 row.array_label = c.label.clone();
             }
             row.rebuild(results.iter().map(|r| &r.environment));
+            if let Some(case) = c.case.as_ref() {
+                row.simulated(case, target, seed);
+            }
             let rebuilt = row.rebuild_s_full.is_some() || row.rebuild_s_idle.is_some();
             if let Some(case) = c.case.as_ref().filter(|_| rebuilt) {
                 if let Ok(Some(model)) = case.disks.resolved_model() {

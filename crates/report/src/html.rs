@@ -4,7 +4,7 @@
 //! sweeps, anomalies, and per case the environment and the exact commands.
 
 use crate::axis::{sweep, Dim, Metric};
-use crate::row::{Row, TABLE_HEADINGS};
+use crate::row::{table_headings, Row};
 use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
 use raidlab_core::natural::Natural;
 use raidlab_core::stats::TIE;
@@ -233,6 +233,25 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             &items,
         ));
     }
+    let simulated: Vec<(String, f64, Option<f64>)> = rs
+        .iter()
+        .map(|r| {
+            let sim = if unit == "IOPS" {
+                r.sim_iops
+            } else {
+                r.sim_bw_mib_s
+            };
+            (series_name(r, rs), r.headline().0, sim)
+        })
+        .collect();
+    if simulated.iter().any(|i| i.2.is_some()) {
+        s.push_str(&crate::svg::model_chart_as(
+            &format!("{key}: measured vs simulated"),
+            unit,
+            &simulated,
+            "sim",
+        ));
+    }
 }
 
 /// A fleet's hosts side by side: per case that ran on several hosts, each host's headline
@@ -420,13 +439,13 @@ fn failures(s: &mut String, groups: &Groups) {
 /// The table of every case, as the exports have it.
 fn all_cases(s: &mut String, rows: &[Row]) {
     s.push_str("<h2>All cases</h2><table><tr>");
-    for h in TABLE_HEADINGS {
+    for h in table_headings(rows) {
         let _ = write!(s, "<th>{h}</th>");
     }
     s.push_str("</tr>");
     for r in rows {
         s.push_str("<tr>");
-        for (i, cell) in r.table_cells().iter().enumerate() {
+        for (i, cell) in r.table_cells_among(rows).iter().enumerate() {
             if i == 0 {
                 let _ = write!(s, "<td><code>{}</code></td>", esc(cell));
             } else {

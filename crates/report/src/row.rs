@@ -96,6 +96,12 @@ pub struct Row {
     pub fio_version: Option<String>,
     /// The fleet host the result came from (its target is `host.NAME`); empty otherwise.
     pub host: Option<String>,
+    /// A measured case with a disk model (the VM lab's members, a plan's `[disks] model`)
+    /// simulated on that model at report time: its IOPS and MiB/s (reads and writes
+    /// together), and the headline figure measured / simulated − 1.
+    pub sim_iops: Option<f64>,
+    pub sim_bw_mib_s: Option<f64>,
+    pub vs_sim: Option<f64>,
     /// Short label for charts (`raid10 f2 512k`; an import's source).
     pub array_label: String,
 }
@@ -186,6 +192,9 @@ impl Row {
             source: None,
             fio_version: figures.iter().find_map(|f| f.fio_version.clone()),
             host: target.strip_prefix("host.").map(String::from),
+            sim_iops: None,
+            sim_bw_mib_s: None,
+            vs_sim: None,
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),
@@ -302,6 +311,38 @@ impl Row {
         self.read_iops.unwrap_or(0.0) + self.write_iops.unwrap_or(0.0)
     }
 
+    /// Simulate a measured case on its disk model (`sim_iops`, `sim_bw_mib_s`, `vs_sim`):
+    /// on the VM lab's targets and the host's when the plan names a model; never for the
+    /// simulator's own rows, a fleet's aggregate, or a case the simulator refuses.
+    pub fn simulated(&mut self, case: &Case, target: &str, seed: u64) {
+        if target == "sim" || target == raidlab_core::FLEET_AGGREGATE {
+            return;
+        }
+        if !matches!(case.disks.resolved_model(), Ok(Some(_))) {
+            return;
+        }
+        let Ok(out) = raidlab_sim::simulate(case, seed) else {
+            return;
+        };
+        let Ok(parsed) = raidlab_fio::parse_output(&out.fio_json) else {
+            return;
+        };
+        let f = &parsed.figures;
+        let both = |g: fn(&DirectionFigures) -> f64| {
+            f.read.as_ref().map_or(0.0, g) + f.write.as_ref().map_or(0.0, g)
+        };
+        let sim = Row {
+            read_iops: Some(both(|d| d.iops)),
+            read_bw_mib_s: Some(both(|d| d.bw_bytes_s) / 1_048_576.0),
+            bs: self.bs,
+            ..Row::default()
+        };
+        self.sim_iops = sim.read_iops;
+        self.sim_bw_mib_s = sim.read_bw_mib_s;
+        let (measured, simulated) = (self.headline().0, sim.headline().0);
+        self.vs_sim = (simulated > 0.0).then(|| measured / simulated - 1.0);
+    }
+
     /// The row as (column, cell) pairs of the CSV contract: each field in declaration
     /// order but the chart label; figures as Rust prints them (the shortest form that
     /// reads back to the same number, no rounding), absent values empty.
@@ -371,6 +412,20 @@ pub(crate) fn csv(rows: &[Row]) -> String {
 }
 
 /// Headings of the human-readable table (Markdown and HTML).
+/// The table's headings for these rows: [`TABLE_HEADINGS`], and `vs sim` after `vs model`
+/// when some row was simulated beside its measurement.
+pub(crate) fn table_headings(rows: &[Row]) -> Vec<&'static str> {
+    let mut h = TABLE_HEADINGS.to_vec();
+    if with_sim(rows) {
+        h.insert(15, "vs sim");
+    }
+    h
+}
+
+fn with_sim(rows: &[Row]) -> bool {
+    rows.iter().any(|r| r.vs_sim.is_some())
+}
+
 pub(crate) const TABLE_HEADINGS: [&str; 16] = [
     "case",
     "array",
@@ -417,6 +472,19 @@ impl Row {
         )
     }
 
+    /// The cells under [`table_headings`] of `rows` (this row among them), rounded for
+    /// reading (exports keep full precision).
+    pub(crate) fn table_cells_among(&self, rows: &[Row]) -> Vec<String> {
+        let mut c = self.table_cells();
+        if with_sim(rows) {
+            c.insert(
+                15,
+                self.vs_sim.map(signed_pct).unwrap_or_else(|| "–".into()),
+            );
+        }
+        c
+    }
+
     /// The cells under [`TABLE_HEADINGS`], rounded for reading (exports keep full precision).
     pub(crate) fn table_cells(&self) -> Vec<String> {
         vec![
@@ -450,10 +518,16 @@ impl Row {
 }
 
 pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
-    let mut s = format!("# {title}\n\n| {} |\n", TABLE_HEADINGS.join(" | "));
-    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    let headings = table_headings(rows);
+    let mut s = format!("# {title}\n\n| {} |\n", headings.join(" | "));
+    s.push_str("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    s.push_str(if headings.len() > 16 {
+        "--:|---|\n"
+    } else {
+        "---|\n"
+    });
     for r in rows {
-        let mut cells = r.table_cells();
+        let mut cells = r.table_cells_among(rows);
         cells[0] = format!("`{}`", cells[0]);
         let _ = writeln!(s, "| {} |", cells.join(" | "));
     }

@@ -439,7 +439,8 @@ pub fn model_chart(title: &str, unit: &str, items: &[(String, f64, Option<f64>)]
 }
 
 /// [`model_chart`]'s drawing with other words: `"model"` (bars measured, ticks the
-/// model's expectation) or `"compare"` (bars B, ticks A, for `raidlab compare`).
+/// model's expectation), `"sim"` (ticks the simulator's figure for the same case) or
+/// `"compare"` (bars B, ticks A, for `raidlab compare`).
 pub(crate) fn model_chart_as(
     title: &str,
     unit: &str,
@@ -451,6 +452,12 @@ pub(crate) fn model_chart_as(
             "B",
             "A",
             "bars: B's median · black tick and figure: A's median",
+        )
+    } else if kind == "sim" {
+        (
+            "measured",
+            "simulated",
+            "bars: measured · black tick and figure: the simulator on the same case and disk model",
         )
     } else {
         (

@@ -44,6 +44,15 @@ pub struct Live {
     pub write_bytes: u64,
     /// The model's busy time (media positioning and transfer).
     pub busy: Nanos,
+    /// Commands the model positioned for (not streaming on), and writes it acknowledged
+    /// from its cache.
+    pub seeks: u64,
+    pub cache_acks: u64,
+    /// The clock at the last change of what the model held, and the integral of the
+    /// commands held over time until then (command·ns): their mean over a stretch is the
+    /// member's queue depth.
+    pub at: Nanos,
+    pub held_ns: u128,
     /// Commands the model held at once, at most.
     pub max_outstanding: usize,
     /// How late each completion was answered against the model's schedule, in µs, in
@@ -109,8 +118,10 @@ impl<M: Member> Clock<M> {
         if self.done.is_empty() {
             return;
         }
-        let late = self.now().0.saturating_sub(at.0);
+        let now = self.now();
+        let late = now.0.saturating_sub(at.0);
         let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        Self::integrate(&mut live, now, self.held.len());
         for tag in self.done.drain(..) {
             if let Some(reply) = self.held.remove(&tag) {
                 reply();
@@ -118,7 +129,14 @@ impl<M: Member> Clock<M> {
                     .push((late / 1000).min(u32::MAX as u64) as u32);
             }
         }
-        live.busy = self.member.stats().busy;
+        let st = self.member.stats();
+        (live.busy, live.seeks, live.cache_acks) = (st.busy, st.seeks, st.cache_acks);
+    }
+
+    /// Add the commands held since the last change to the integral, up to `now`.
+    fn integrate(live: &mut Live, now: Nanos, held: usize) {
+        live.held_ns += held as u128 * now.0.saturating_sub(live.at.0) as u128;
+        live.at = now;
     }
 
     fn submit(&mut self, c: Command) {
@@ -137,9 +155,10 @@ impl<M: Member> Clock<M> {
             len: if c.kind == Kind::Flush { 0 } else { c.len },
             tag,
         };
-        self.held.insert(tag, c.reply);
         {
             let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            Self::integrate(&mut live, now, self.held.len());
+            self.held.insert(tag, c.reply);
             match c.kind {
                 Kind::Read => {
                     live.reads += 1;

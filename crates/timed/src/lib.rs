@@ -70,6 +70,13 @@ pub struct MemberStats {
     pub busy_s: f64,
     /// Most commands held at once, since the member started.
     pub max_outstanding: usize,
+    /// Commands held on average over the stretch: the member's queue depth.
+    pub mean_outstanding: f64,
+    /// Commands the model positioned for (a seek, a rotational wait, or both) rather than
+    /// streaming on from the last transfer.
+    pub seeks: u64,
+    /// Writes the model acknowledged from its volatile cache.
+    pub cache_hits: u64,
     /// How late answers were against the model's schedule, µs.
     pub lateness_p50_us: u32,
     pub lateness_p99_us: u32,
@@ -193,6 +200,13 @@ fn stats_between(a: &Live, b: &Live) -> MemberStats {
         write_bytes: b.write_bytes - a.write_bytes,
         busy_s: (b.busy.0 - a.busy.0) as f64 / 1e9,
         max_outstanding: b.max_outstanding,
+        mean_outstanding: if b.at > a.at {
+            (b.held_ns - a.held_ns) as f64 / (b.at.0 - a.at.0) as f64
+        } else {
+            0.0
+        },
+        seeks: b.seeks - a.seeks,
+        cache_hits: b.cache_acks - a.cache_acks,
         lateness_p50_us: pct(0.5),
         lateness_p99_us: pct(0.99),
         lateness_max_us: late.last().copied().unwrap_or(0),

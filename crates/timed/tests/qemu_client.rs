@@ -14,14 +14,14 @@ fn have_qemu_utils() -> bool {
     })
 }
 
-fn member(dir: &Path, size: u64, model: &str) -> (TimedMember, String) {
+fn member(dir: &Path, size: u64, model: &str, write_cache: bool) -> (TimedMember, String) {
     let socket = dir.join("m.sock");
     let m = TimedMember::start(&Spec {
         socket: socket.clone(),
         file: dir.join("m.img"),
         size,
         model: DiskModel::preset(model).expect("preset"),
-        write_cache: false,
+        write_cache,
         scheduler: Scheduler::None,
         seed: 7,
     })
@@ -42,51 +42,55 @@ fn qemu_reads_back_what_it_wrote_and_every_command_is_counted() {
     if !have_qemu_utils() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let size = 1u64 << 30;
-    let (m, url) = member(dir.path(), size, "hdd-7200");
-    let last = (size - 4096).to_string();
-    let out = qemu(
-        "qemu-io",
-        &[
-            "-f",
-            "raw",
-            "-c",
-            "write -P 0xab 0 64k",
-            "-c",
-            &format!("write -P 0x5c {last} 4k"),
-            "-c",
-            "flush",
-            "-c",
-            "read -P 0xab 0 64k",
-            "-c",
-            &format!("read -P 0x5c {last} 4k"),
-            "-c",
-            "read -P 0 1M 4k",
-            &url,
-        ],
-    );
-    assert!(!out.contains("Pattern verification failed"), "{out}");
-    let s: MemberStats = m.finish();
-    assert_eq!((s.reads, s.writes), (3, 2), "{s:?}");
-    assert_eq!(s.read_bytes, 64 * 1024 + 2 * 4096);
-    assert!(s.flushes >= 1, "{s:?}");
-    // The data is in the file, sparse: only what was written takes space.
-    let f = std::fs::metadata(dir.path().join("m.img")).unwrap();
-    assert_eq!(f.len(), size);
-    use std::os::unix::fs::MetadataExt;
-    assert!(
-        f.blocks() * 512 < 1 << 20,
-        "{} bytes allocated",
-        f.blocks() * 512
-    );
+    for write_cache in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 1u64 << 30;
+        let (m, url) = member(dir.path(), size, "hdd-7200", write_cache);
+        let last = (size - 4096).to_string();
+        let out = qemu(
+            "qemu-io",
+            &[
+                "-f",
+                "raw",
+                "-c",
+                "write -P 0xab 0 64k",
+                "-c",
+                &format!("write -P 0x5c {last} 4k"),
+                "-c",
+                "flush",
+                "-c",
+                "read -P 0xab 0 64k",
+                "-c",
+                &format!("read -P 0x5c {last} 4k"),
+                "-c",
+                "read -P 0 1M 4k",
+                &url,
+            ],
+        );
+        assert!(!out.contains("Pattern verification failed"), "{out}");
+        let s: MemberStats = m.finish();
+        assert_eq!((s.reads, s.writes), (3, 2), "{s:?}");
+        assert_eq!(s.read_bytes, 64 * 1024 + 2 * 4096);
+        assert!(s.flushes >= 1, "{s:?}");
+        // Both writes go to the cache when it is on, none when it is off.
+        assert_eq!(s.cache_hits, if write_cache { 2 } else { 0 }, "{s:?}");
+        // The data is in the file, sparse: only what was written takes space.
+        let f = std::fs::metadata(dir.path().join("m.img")).unwrap();
+        assert_eq!(f.len(), size);
+        use std::os::unix::fs::MetadataExt;
+        assert!(
+            f.blocks() * 512 < 1 << 20,
+            "{} bytes allocated",
+            f.blocks() * 512
+        );
+    }
 }
 
 /// Reads `count` × 4 KiB at `depth` outstanding, each 1.9 GB past the last, on a 2 TB
 /// member: what the member did, and the wall time.
 fn bench(depth: u32, count: u32) -> (MemberStats, f64) {
     let dir = tempfile::tempdir().unwrap();
-    let (m, url) = member(dir.path(), 2_000_000_000_000, "hdd-7200");
+    let (m, url) = member(dir.path(), 2_000_000_000_000, "hdd-7200", false);
     let t0 = Instant::now();
     let (c, d) = (count.to_string(), depth.to_string());
     qemu(
@@ -122,6 +126,12 @@ fn answers_come_when_the_model_completes_them() {
     let (one, wall) = bench(1, 200);
     assert_eq!(one.reads, 200);
     assert_eq!(one.max_outstanding, 1);
+    // Each read lands 1.9 GB past the last: every one is positioned for.
+    assert!(one.seeks >= 199, "{one:?}");
+    assert!(
+        one.mean_outstanding > 0.5 && one.mean_outstanding <= 1.0,
+        "{one:?}"
+    );
     assert!(
         wall >= one.busy_s,
         "200 reads took {wall} s, the model's media time {} s",
@@ -134,6 +144,10 @@ fn answers_come_when_the_model_completes_them() {
     );
     let (deep, _) = bench(16, 400);
     assert_eq!(deep.max_outstanding, 16);
+    assert!(
+        deep.mean_outstanding > 8.0 && deep.mean_outstanding <= 16.0,
+        "{deep:?}"
+    );
     let per_deep = deep.busy_s / 400.0 * 1e3;
     assert!(
         per_deep < per * 0.9,

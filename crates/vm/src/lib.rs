@@ -1,6 +1,7 @@
 //! The VM lab target: the real kernel md on emulated disks. Each boot of a stock Debian
 //! kernel in qemu (see [`lab`]) gets sparse member disks shaped by the plan's disk model
-//! (`throttle-*` presets become qemu's `throttling.*` options per drive), a job of
+//! (`throttle-*` presets become qemu's `throttling.*` options per drive; any other model
+//! makes them timed members, [`timed`]), a job of
 //! several cases, and a results disk. Inside, `raidlab guest` runs the cases with the
 //! host target ([`guest`]); the host extracts the results disk (a tar archive) and hands
 //! each case's fio JSON back byte for byte. No root is needed on the host.

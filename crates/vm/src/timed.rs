@@ -1,4 +1,4 @@
-//! A boot's timed members: with a mechanical disk model, each member disk is served by
+//! A boot's timed members: with a disk model other than a throttle, each member disk is served by
 //! `raidlab-timed` (the simulator's disk model in real time, over NBD on a unix socket)
 //! instead of a plain file, so the guest's md meets disks that seek and rotate. While the
 //! guest runs, its console is followed: between a case's `phase fio` line and the lab's

@@ -787,9 +787,10 @@ fn sim_ms_per_command(row: &serde_json::Value, runtime_s: f64, dir: &Path) -> f6
 /// the emulator is faithful to the model. Each case's commands reach the member and are
 /// counted; at queue depth 1 the model's media time per command is the simulator's mean
 /// latency for the same workload within 5 %; what fio sees in the guest adds the path
-/// through the emulated machine (measured here ~1 ms per I/O under TCG: guest, virtio,
-/// qemu's NBD client), so its IOPS are within 15 % of the simulator's at depth 8, 20 % at
-/// depth 1.
+/// through the emulated machine (about 1 ms per I/O under TCG: guest, virtio, qemu's NBD
+/// client; more on a busy machine), so at depth 1 fio's latency is the model's plus less
+/// than 3 ms, and at depth 8, where the path overlaps the queue, its IOPS are within 15 %
+/// of the simulator's.
 #[test]
 fn timed_single_member_follows_its_model() {
     let Some(_g) = booting() else {
@@ -818,6 +819,20 @@ fn timed_single_member_follows_its_model() {
     let (vrows, srows) = (rows(&vm), rows(&sim));
     let timed = timed_members(&vm);
     assert_eq!(vrows.len(), 4);
+    // The page: a `vs sim` column and a "measured vs simulated" chart per workload.
+    let html = tmp.path().join("report.html");
+    let o = raidlab(&["report", vm.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<th>vs sim</th>"));
+    assert_eq!(
+        page.matches("aria-label=\"randread 4k qd1×1: measured vs simulated\"")
+            .count(),
+        1,
+        "one chart per workload"
+    );
+    assert_eq!(page.matches(": measured vs simulated\">").count(), 4);
+    crate::geometry::check_alone(&page, "timed vm report", &["vs-model"]);
     for (v, s) in vrows.iter().zip(&srows) {
         let id = v["case_id"].as_str().unwrap();
         assert_eq!(id, s["case_id"].as_str().unwrap());
@@ -859,6 +874,20 @@ fn timed_single_member_follows_its_model() {
             commands >= guest as f64 * 0.98 && commands <= guest as f64 * 1.1 + 50.0,
             "{id}: the member counted {commands} commands, the guest sent {guest}"
         );
+        // The report simulates each measured case on its model, with the plan's seed:
+        // the same figure the sim run stored.
+        let sim_iops = v["sim_iops"]
+            .as_f64()
+            .expect("the report simulated the case");
+        assert!(
+            (sim_iops / b - 1.0).abs() < 1e-9,
+            "{id}: report's sim {sim_iops}, sim run {b}"
+        );
+        let vs_sim = v["vs_sim"].as_f64().unwrap();
+        assert!(
+            (vs_sim - (a / b - 1.0)).abs() < 1e-9,
+            "{id}: vs_sim {vs_sim}"
+        );
         if qd == 1 {
             within(
                 &format!("{id}: the model's time per command against the sim's latency"),
@@ -866,12 +895,14 @@ fn timed_single_member_follows_its_model() {
                 lat(s),
                 0.05,
             );
+            // One command at a time, fio's latency is the member's plus the path through
+            // the emulated machine, whose length is the machine's: 0.9 ms on an idle one,
+            // 1.7 ms in a CI run. So IOPS at depth 1 are not held to the simulator's.
             let path = lat(v) - model_ms;
             assert!(
                 (0.0..3.0).contains(&path),
                 "{id}: fio's latency is {path:.2} ms above the model's"
             );
-            within(&format!("sim predicting vm, {id} qd1"), b, a, 0.20);
         } else {
             within(&format!("sim predicting vm, {id} qd{qd}"), b, a, 0.15);
         }

@@ -529,6 +529,7 @@ impl Hdd {
     ) {
         let service = Nanos(ceil_pos(pos + xfer));
         self.stats.busy += service;
+        self.stats.seeks += (pos > 0.0) as u64;
         self.busy = true;
         self.current = q;
         self.current_holds_slot = holds_slot;
@@ -548,6 +549,7 @@ impl Hdd {
                 tag,
             };
             count(&mut self.stats, &op, Nanos(0));
+            self.stats.cache_acks += 1;
             out.done.push(tag);
             return;
         }

@@ -52,6 +52,11 @@ pub struct DeviceStats {
     pub read_ticks: Nanos,
     pub write_ticks: Nanos,
     pub busy: Nanos,
+    /// Commands served that did not continue where the last transfer ended (a seek, a
+    /// rotational wait, or both); mechanical disks only.
+    pub seeks: u64,
+    /// Writes acknowledged from the volatile write cache.
+    pub cache_acks: u64,
 }
 
 /// A member device as the simulator drives it. All members of an array are one model, so
