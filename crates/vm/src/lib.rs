@@ -270,6 +270,11 @@ pub fn accel(lab: &lab::Lab, fresh: bool) -> Result<(String, String), String> {
     Ok((a.to_string(), why))
 }
 
+/// A model whose members are timed: any but a throttle.
+fn timed_model(model: Option<&DiskModel>) -> Option<&DiskModel> {
+    model.filter(|m| !matches!(m.kind, DiskKind::Throttle(_)))
+}
+
 /// What a case's timed members did: during its fio (from the console's phase lines;
 /// absent when the guest never reached fio) and over the whole boot.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -323,13 +328,7 @@ impl VmTarget {
             .or(cfg.disks.capacity)
             .map(|b| b.0)
             .unwrap_or(DEFAULT_CAPACITY);
-        if let Some(
-            m @ DiskModel {
-                kind: DiskKind::Hdd(_),
-                ..
-            },
-        ) = &model
-        {
+        if let Some(m) = timed_model(model.as_ref()) {
             if capacity > m.capacity().0 {
                 return Err(err(format!(
                     "[disks] span: {capacity} bytes per member is more than the {} model's {} bytes: a timed member is the first part of the model's surface; give a smaller span",
@@ -374,13 +373,12 @@ impl VmTarget {
         s
     }
 
-    /// The model when members are timed (a mechanical model): the guest's md then meets
-    /// disks that seek and rotate ([`timed`]). Flash is far faster than a real-time
-    /// emulator's answers can be accurate, and throttles are qemu's own.
+    /// The model when members are timed (any model but a throttle, which is qemu's own):
+    /// the guest's md then meets disks that seek and rotate ([`timed`]). Flash is timed
+    /// too, with its lateness stated: its service times are the size of the lateness, so
+    /// the `timed-late` rule flags what the machine could not keep up with.
     fn timed_model(&self) -> Option<&DiskModel> {
-        self.model
-            .as_ref()
-            .filter(|m| matches!(m.kind, DiskKind::Hdd(_)))
+        timed_model(self.model.as_ref())
     }
 
     /// Boot once for `batch`; store each case's outcome in `done`.
@@ -710,6 +708,21 @@ impl Target for VmTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Throttles are qemu's; every other model's members are timed, flash included.
+    #[test]
+    fn every_model_but_a_throttle_times_its_members() {
+        for (name, timed) in [
+            ("hdd-7200", true),
+            ("nvme", true),
+            ("ssd-sata", true),
+            ("throttle-75", false),
+        ] {
+            let m = DiskModel::preset(name).unwrap();
+            assert_eq!(timed_model(Some(&m)).is_some(), timed, "{name}");
+        }
+        assert!(timed_model(None).is_none());
+    }
 
     #[test]
     fn throttle_presets_become_qemu_drive_options() {
