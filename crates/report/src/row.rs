@@ -411,13 +411,12 @@ pub(crate) fn csv(rows: &[Row]) -> String {
     out
 }
 
-/// Headings of the human-readable table (Markdown and HTML).
-/// The table's headings for these rows: [`TABLE_HEADINGS`], and `vs sim` after `vs model`
-/// when some row was simulated beside its measurement.
+/// The table's headings for these rows: [`TABLE_HEADINGS`], and `vs sim` before the
+/// last (`anomalies`) when some row was simulated beside its measurement.
 pub(crate) fn table_headings(rows: &[Row]) -> Vec<&'static str> {
     let mut h = TABLE_HEADINGS.to_vec();
     if with_sim(rows) {
-        h.insert(15, "vs sim");
+        h.insert(h.len() - 1, "vs sim");
     }
     h
 }
@@ -426,6 +425,7 @@ fn with_sim(rows: &[Row]) -> bool {
     rows.iter().any(|r| r.vs_sim.is_some())
 }
 
+/// Headings of the human-readable table (Markdown and HTML).
 pub(crate) const TABLE_HEADINGS: [&str; 16] = [
     "case",
     "array",
@@ -477,10 +477,8 @@ impl Row {
     pub(crate) fn table_cells_among(&self, rows: &[Row]) -> Vec<String> {
         let mut c = self.table_cells();
         if with_sim(rows) {
-            c.insert(
-                15,
-                self.vs_sim.map(signed_pct).unwrap_or_else(|| "–".into()),
-            );
+            let vs_sim = self.vs_sim.map(signed_pct).unwrap_or_else(|| "–".into());
+            c.insert(c.len() - 1, vs_sim);
         }
         c
     }
@@ -532,4 +530,43 @@ pub(crate) fn markdown(rows: &[Row], title: &str) -> String {
         let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `vs sim` column shows only where a row was simulated beside its measurement,
+    /// before `anomalies`, with an alignment cell of its own.
+    #[test]
+    fn the_vs_sim_column_appears_with_a_simulated_row() {
+        let row = |vs_sim: Option<f64>| Row {
+            case_id: "c".into(),
+            target: "vm".into(),
+            rw: "randread".into(),
+            bs: 4096,
+            read_iops: Some(90.0),
+            vs_sim,
+            ..Row::default()
+        };
+        let cells = |md: &str, line: usize| md.lines().nth(line).unwrap().matches('|').count() - 1;
+        let plain = markdown(&[row(None)], "t");
+        assert!(!plain.contains("vs sim"));
+        assert_eq!(
+            (cells(&plain, 2), cells(&plain, 3), cells(&plain, 4)),
+            (16, 16, 16)
+        );
+        let md = markdown(&[row(Some(-0.12)), row(None)], "t");
+        assert_eq!((cells(&md, 2), cells(&md, 3), cells(&md, 4)), (17, 17, 17));
+        assert!(md
+            .lines()
+            .nth(2)
+            .unwrap()
+            .ends_with("| vs model | vs sim | anomalies |"));
+        assert!(
+            md.lines().nth(4).unwrap().ends_with("| -12 % | – |"),
+            "{md}"
+        );
+        assert!(md.lines().nth(5).unwrap().ends_with("| – | – |"), "{md}");
+    }
 }
