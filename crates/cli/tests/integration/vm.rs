@@ -783,6 +783,33 @@ fn sim_ms_per_command(row: &serde_json::Value, runtime_s: f64, dir: &Path) -> f6
     busy / ios as f64 * 1e3
 }
 
+/// Run `body` as plan `name` on the VM lab, then on the simulator: the scratch directory
+/// (kept while the caller holds it) and the two results directories.
+fn on_vm_and_sim(name: &str, body: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join(format!("{name}.toml"));
+    std::fs::write(&plan, format!("name = \"{name}\"\n{body}")).unwrap();
+    let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
+    for (target, out) in [("vm", &vm), ("sim", &sim)] {
+        let t0 = Instant::now();
+        let o = raidlab(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            target,
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        eprintln!("{name}: {target} run {:.1} s", t0.elapsed().as_secs_f64());
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    (tmp, vm, sim)
+}
+
 /// One timed `hdd-7200` member (the model's whole surface, the first 4 GiB used), no md:
 /// the emulator is faithful to the model. Each case's commands reach the member and are
 /// counted; at queue depth 1 the model's media time per command is the simulator's mean
@@ -797,25 +824,7 @@ fn timed_single_member_follows_its_model() {
         return;
     };
     let body = "[disks]\ncount = 1\nmodel = \"hdd-7200\"\nspan = \"4g\"\n[[arrays]]\nlevel = \"single\"\nwrite_cache = \"off\"\n[[workloads]]\nrw = [\"randread\", \"randwrite\"]\nbs = \"4k\"\niodepth = [1, 8]\nsize = \"2g\"\nruntime = \"6s\"\n";
-    let tmp = tempfile::Builder::new()
-        .prefix("raidlab-vm-")
-        .tempdir()
-        .unwrap();
-    let plan = tmp.path().join("timed-single.toml");
-    std::fs::write(&plan, format!("name = \"timed-single\"\n{body}")).unwrap();
-    let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
-    for (target, out) in [("vm", &vm), ("sim", &sim)] {
-        let o = raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            target,
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", text(&o));
-    }
+    let (tmp, vm, sim) = on_vm_and_sim("timed-single", body);
     let (vrows, srows) = (rows(&vm), rows(&sim));
     let timed = timed_members(&vm);
     assert_eq!(vrows.len(), 4);
@@ -939,30 +948,7 @@ fn timed_members_md_layouts_against_the_simulator() {
         array("raid5", ""),
         array("raid6", ""),
     );
-    let tmp = tempfile::Builder::new()
-        .prefix("raidlab-vm-")
-        .tempdir()
-        .unwrap();
-    let plan = tmp.path().join("timed-layouts.toml");
-    std::fs::write(&plan, format!("name = \"timed-layouts\"\n{body}")).unwrap();
-    let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
-    for (target, out) in [("vm", &vm), ("sim", &sim)] {
-        let t0 = Instant::now();
-        let o = raidlab(&[
-            "run",
-            plan.to_str().unwrap(),
-            "--target",
-            target,
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        eprintln!(
-            "timed layouts: {target} run {:.1} s",
-            t0.elapsed().as_secs_f64()
-        );
-        assert!(o.status.success(), "{}", text(&o));
-    }
+    let (_tmp, vm, sim) = on_vm_and_sim("timed-layouts", &body);
     let (vrows, srows) = (rows(&vm), rows(&sim));
     assert_eq!(vrows.len(), 36);
     let timed = timed_members(&vm);
