@@ -33,7 +33,8 @@ use std::time::Duration;
 /// One timed member to serve.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    /// The unix socket qemu connects to (created; an old one is replaced).
+    /// The unix socket qemu connects to (created; an old socket there is replaced, any
+    /// other file refused).
     pub socket: PathBuf,
     /// The sparse file that holds the member's data (created at `size` if absent).
     pub file: PathBuf,
@@ -114,7 +115,11 @@ impl TimedMember {
         if file.metadata().map_err(at(&spec.file))?.len() < spec.size {
             file.set_len(spec.size).map_err(at(&spec.file))?;
         }
-        let _ = std::fs::remove_file(&spec.socket);
+        // A socket left by an earlier member is replaced; anything else there is not ours.
+        use std::os::unix::fs::FileTypeExt;
+        if std::fs::symlink_metadata(&spec.socket).is_ok_and(|m| m.file_type().is_socket()) {
+            let _ = std::fs::remove_file(&spec.socket);
+        }
         let listener = UnixListener::bind(&spec.socket).map_err(at(&spec.socket))?;
         listener.set_nonblocking(true).map_err(at(&spec.socket))?;
 
@@ -348,4 +353,38 @@ fn serve(
     drop(wtx);
     let _ = writer.join();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(dir: &Path) -> Spec {
+        Spec {
+            socket: dir.join("m.sock"),
+            file: dir.join("m.img"),
+            size: 1 << 20,
+            model: DiskModel::preset("hdd-7200").unwrap(),
+            write_cache: false,
+            scheduler: Scheduler::None,
+            seed: 1,
+        }
+    }
+
+    /// A socket left behind is replaced; a file that is not a socket is never removed.
+    #[test]
+    fn only_a_socket_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = spec(dir.path());
+        let first = TimedMember::start(&s).unwrap();
+        drop(first);
+        let again = TimedMember::start(&s).expect("the old socket is replaced");
+        assert_eq!(again.finish().reads, 0);
+        std::fs::write(&s.socket, b"not a socket").unwrap();
+        let e = TimedMember::start(&s)
+            .err()
+            .expect("a regular file is refused");
+        assert!(e.to_string().contains("m.sock"), "{e}");
+        assert_eq!(std::fs::read(&s.socket).unwrap(), b"not a socket");
+    }
 }
