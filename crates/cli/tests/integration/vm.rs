@@ -203,8 +203,8 @@ fn rows(dir: &Path) -> Vec<serde_json::Value> {
         .clone()
 }
 
-/// Run `plan` on the VM target, check what is stored, then on the simulator; returns both
-/// figure sets, in the plan's case order.
+/// Run `plan` on the VM target and on the simulator, check what the VM stored; returns
+/// both figure sets, in the plan's case order.
 fn run_both(name: &str, body: &str, cases: usize) -> (Figures, Figures) {
     let (v, s, _, _) = run_both_rows(name, body, cases);
     (v, s)
@@ -221,25 +221,7 @@ fn run_both_rows(
     Vec<serde_json::Value>,
     Vec<serde_json::Value>,
 ) {
-    let tmp = tempfile::Builder::new()
-        .prefix("raidlab-vm-")
-        .tempdir()
-        .unwrap();
-    let plan = tmp.path().join(format!("{name}.toml"));
-    std::fs::write(&plan, format!("name = \"{name}\"\n{body}")).unwrap();
-    let vm = tmp.path().join("vm");
-    let t0 = Instant::now();
-    let o = raidlab(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--target",
-        "vm",
-        "-q",
-        "--out",
-        vm.to_str().unwrap(),
-    ]);
-    eprintln!("{name}: vm run {:.1} s", t0.elapsed().as_secs_f64());
-    assert!(o.status.success(), "{}", text(&o));
+    let (_tmp, vm, sim) = on_vm_and_sim(name, body);
 
     let store = Store::open(&vm).unwrap();
     let results = store.results().unwrap();
@@ -335,17 +317,6 @@ fn run_both_rows(
             );
         }
     }
-    let sim = tmp.path().join("sim");
-    let o = raidlab(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--target",
-        "sim",
-        "-q",
-        "--out",
-        sim.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
     let (v, s) = (figures(&vm), figures(&sim));
     for ((l, lay, rw, a), (_, _, _, b)) in v.iter().zip(&s) {
         eprintln!(
