@@ -60,15 +60,17 @@ pub struct Live {
     pub lateness_us: Vec<u32>,
 }
 
-struct HeapWakes<'a> {
-    heap: &'a mut BinaryHeap<Reverse<(Nanos, u64, u64)>>,
-    seq: &'a mut u64,
+/// The wakes the model asked for, in time order, ties in the order asked.
+#[derive(Default)]
+struct Wakeups {
+    heap: BinaryHeap<Reverse<(Nanos, u64, u64)>>,
+    seq: u64,
 }
 
-impl Wakes for HeapWakes<'_> {
+impl Wakes for &mut Wakeups {
     fn push(&mut self, (at, token): (Nanos, u64)) {
-        *self.seq += 1;
-        self.heap.push(Reverse((at, *self.seq, token)));
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, token)));
     }
 }
 
@@ -77,8 +79,7 @@ impl Wakes for HeapWakes<'_> {
 struct Clock<M: Member> {
     member: M,
     t0: Instant,
-    heap: BinaryHeap<Reverse<(Nanos, u64, u64)>>,
-    seq: u64,
+    wakes: Wakeups,
     next_tag: u64,
     held: HashMap<u64, Box<dyn FnOnce() + Send>>,
     done: Vec<u64>,
@@ -94,18 +95,15 @@ impl<M: Member> Clock<M> {
     fn catch_up(&mut self) {
         loop {
             let now = self.now();
-            let Some(&Reverse((at, _, token))) = self.heap.peek() else {
+            let Some(&Reverse((at, _, token))) = self.wakes.heap.peek() else {
                 return;
             };
             if at > now {
                 return;
             }
-            self.heap.pop();
+            self.wakes.heap.pop();
             let mut out = Out {
-                wakes: HeapWakes {
-                    heap: &mut self.heap,
-                    seq: &mut self.seq,
-                },
+                wakes: &mut self.wakes,
                 done: &mut self.done,
             };
             self.member.wake(at, token, &mut out);
@@ -173,10 +171,7 @@ impl<M: Member> Clock<M> {
             live.max_outstanding = live.max_outstanding.max(self.held.len());
         }
         let mut out = Out {
-            wakes: HeapWakes {
-                heap: &mut self.heap,
-                seq: &mut self.seq,
-            },
+            wakes: &mut self.wakes,
             done: &mut self.done,
         };
         self.member.submit(now, op, &mut out);
@@ -196,8 +191,7 @@ pub fn run<M: Member>(member: M, commands: Receiver<Command>, live: Arc<Mutex<Li
     let mut c = Clock {
         member,
         t0: Instant::now(),
-        heap: BinaryHeap::new(),
-        seq: 0,
+        wakes: Wakeups::default(),
         next_tag: 0,
         held: HashMap::new(),
         done: Vec::new(),
@@ -206,7 +200,7 @@ pub fn run<M: Member>(member: M, commands: Receiver<Command>, live: Arc<Mutex<Li
     let mut open = true;
     while open || !c.held.is_empty() {
         c.catch_up();
-        let next = c.heap.peek().map(|Reverse((at, _, _))| *at);
+        let next = c.wakes.heap.peek().map(|Reverse((at, _, _))| *at);
         let got = match next {
             Some(at) => {
                 let wait = Duration::from_nanos(at.0.saturating_sub(c.now().0));
