@@ -214,41 +214,30 @@ fn workload_charts(s: &mut String, key: &str, rs: &[&Row]) {
             &cost,
         ));
     }
+    // Each row's headline figure beside another figure of it in the same unit.
     let (_, unit) = rs[0].headline();
-    let items: Vec<(String, f64, Option<f64>)> = rs
-        .iter()
-        .map(|r| {
-            let expected = if unit == "IOPS" {
-                r.expected_iops
-            } else {
-                r.expected_bw_mib_s
-            };
-            (series_name(r, rs), r.headline().0, expected)
-        })
-        .collect();
-    if items.iter().any(|i| i.2.is_some()) {
+    let against = |iops: fn(&Row) -> Option<f64>, mib_s: fn(&Row) -> Option<f64>| {
+        let items: Vec<(String, f64, Option<f64>)> = rs
+            .iter()
+            .map(|r| {
+                let other = if unit == "IOPS" { iops(r) } else { mib_s(r) };
+                (series_name(r, rs), r.headline().0, other)
+            })
+            .collect();
+        items.iter().any(|i| i.2.is_some()).then_some(items)
+    };
+    if let Some(items) = against(|r| r.expected_iops, |r| r.expected_bw_mib_s) {
         s.push_str(&model_chart(
             &format!("{key}: measured vs model"),
             unit,
             &items,
         ));
     }
-    let simulated: Vec<(String, f64, Option<f64>)> = rs
-        .iter()
-        .map(|r| {
-            let sim = if unit == "IOPS" {
-                r.sim_iops
-            } else {
-                r.sim_bw_mib_s
-            };
-            (series_name(r, rs), r.headline().0, sim)
-        })
-        .collect();
-    if simulated.iter().any(|i| i.2.is_some()) {
+    if let Some(items) = against(|r| r.sim_iops, |r| r.sim_bw_mib_s) {
         s.push_str(&crate::svg::model_chart_as(
             &format!("{key}: measured vs simulated"),
             unit,
-            &simulated,
+            &items,
             "sim",
         ));
     }

@@ -297,12 +297,15 @@ impl Row {
     /// The figure the row's workload is judged by, with its unit: MiB/s for large blocks,
     /// IOPS for small ones (`Headline`), reads and writes together.
     pub fn headline(&self) -> (f64, &'static str) {
+        let mib_s = self.read_bw_mib_s.unwrap_or(0.0) + self.write_bw_mib_s.unwrap_or(0.0);
+        self.headline_of(self.total_iops(), mib_s)
+    }
+
+    /// Of an IOPS and a MiB/s figure of this row's workload, the one it is judged by.
+    fn headline_of(&self, iops: f64, mib_s: f64) -> (f64, &'static str) {
         match raidlab_core::Headline::of(raidlab_core::Bytes(self.bs)) {
-            raidlab_core::Headline::Bandwidth => (
-                self.read_bw_mib_s.unwrap_or(0.0) + self.write_bw_mib_s.unwrap_or(0.0),
-                "MiB/s",
-            ),
-            raidlab_core::Headline::Iops => (self.total_iops(), "IOPS"),
+            raidlab_core::Headline::Bandwidth => (mib_s, "MiB/s"),
+            raidlab_core::Headline::Iops => (iops, "IOPS"),
         }
     }
 
@@ -331,15 +334,10 @@ impl Row {
         let both = |g: fn(&DirectionFigures) -> f64| {
             f.read.as_ref().map_or(0.0, g) + f.write.as_ref().map_or(0.0, g)
         };
-        let sim = Row {
-            read_iops: Some(both(|d| d.iops)),
-            read_bw_mib_s: Some(both(|d| d.bw_bytes_s) / 1_048_576.0),
-            bs: self.bs,
-            ..Row::default()
-        };
-        self.sim_iops = sim.read_iops;
-        self.sim_bw_mib_s = sim.read_bw_mib_s;
-        let (measured, simulated) = (self.headline().0, sim.headline().0);
+        let iops = both(|d| d.iops);
+        let mib_s = both(|d| d.bw_bytes_s) / 1_048_576.0;
+        (self.sim_iops, self.sim_bw_mib_s) = (Some(iops), Some(mib_s));
+        let (simulated, measured) = (self.headline_of(iops, mib_s).0, self.headline().0);
         self.vs_sim = (simulated > 0.0).then(|| measured / simulated - 1.0);
     }
 
