@@ -321,22 +321,14 @@ impl VmTarget {
         let (accel, accel_why) = accel(&lab, false).map_err(err)?;
         let model = cfg.disks.resolved_model().map_err(err)?;
         // A member is the disk's first `span` bytes (the model's surface beyond it is
-        // never touched), else the whole `capacity`.
+        // never touched), else the whole `capacity`; the plan refuses a span larger than
+        // the disk.
         let capacity = cfg
             .disks
             .span
             .or(cfg.disks.capacity)
             .map(|b| b.0)
             .unwrap_or(DEFAULT_CAPACITY);
-        if let Some(m) = timed_model(model.as_ref()) {
-            if capacity > m.capacity().0 {
-                return Err(err(format!(
-                    "[disks] span: {capacity} bytes per member is more than the {} model's {} bytes: a timed member is the first part of the model's surface; give a smaller span",
-                    m.name,
-                    m.capacity().0
-                )));
-            }
-        }
         Ok(VmTarget {
             cfg,
             lab,
