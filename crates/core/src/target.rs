@@ -78,7 +78,7 @@ impl TargetKind {
                 ],
             },
             TargetKind::Vm => Capabilities {
-                engines: &[Engine::Md],
+                engines: &[Engine::Md, Engine::Btrfs],
                 needs_disk_model: false,
                 needs_devices: false,
                 real_time: true,
@@ -108,10 +108,7 @@ impl TargetKind {
 
     /// Why this target lacks an engine, and what to do instead.
     fn without_engine(self, engine: Engine) -> String {
-        match (self, engine) {
-            (TargetKind::Vm, Engine::Btrfs) => "the vm target builds md arrays only (the VM lab's initramfs has no mkfs.btrfs): use engine = \"md\", or --target host / sim for btrfs".into(),
-            _ => format!("the {self} target cannot build {engine} arrays"),
-        }
+        format!("the {self} target cannot build {engine} arrays")
     }
 }
 
@@ -208,15 +205,6 @@ impl Plan {
                     format!("the {kind} target cannot put an array in this state: use the sim target for \"{state}\" arrays, or drop it"),
                 ));
             }
-            if state == ArrayState::Rebuilding && engine == Engine::Btrfs && kind == TargetKind::Sim
-            {
-                return Err(self.error_at(
-                    "arrays",
-                    "state",
-                    state.to_string(),
-                    "the sim target models md's recovery and its governor, not btrfs replace: run rebuilding btrfs with --target host, or use engine = \"md\"".into(),
-                ));
-            }
         }
         if caps.needs_disk_model && self.disks.model.is_none() {
             return Err(self.error_at(
@@ -266,13 +254,8 @@ mod tests {
     }
 
     #[test]
-    fn vm_refuses_btrfs_at_its_line() {
-        let e = plan(BTRFS)
-            .check_target(TargetKind::Vm, Check::Run)
-            .unwrap_err();
-        assert_eq!(e.field, "arrays[1].engine");
-        assert_eq!(e.line, Some(10));
-        assert!(e.message.contains("md arrays only"), "{e}");
+    fn every_target_builds_btrfs() {
+        assert_eq!(plan(BTRFS).check_target(TargetKind::Vm, Check::Run), Ok(()));
         assert!(plan(BTRFS)
             .check_target(TargetKind::Sim, Check::Run)
             .is_ok());

@@ -30,12 +30,15 @@
 //! Not modelled: btrfs's metadata (checksum tree writes, copy-on-write of extents), its
 //! own RAID56 stripe cache, and block groups smaller than 1 GiB on small file systems.
 
-use raidlab_core::{ArraySpec, Bitmap, Bytes, Engine, Layout, Level};
+use crate::resync::Pace;
+use raidlab_core::{ArraySpec, Bitmap, Bytes, Engine, Governor, Layout, Level};
 
 /// btrfs's stripe unit (`BTRFS_STRIPE_LEN`).
 pub const STRIPE_LEN: u64 = 64 << 10;
 /// A data block group's size on file systems above 10 GiB.
 pub const BLOCK_GROUP: u64 = 1 << 30;
+/// Stripes a replace keeps in flight.
+pub const REPLACE_WINDOWS: u32 = 8;
 
 /// The md-shaped spec of a btrfs array (an md spec is returned as it is).
 pub fn md_equivalent(spec: &ArraySpec) -> ArraySpec {
@@ -59,6 +62,30 @@ pub fn md_equivalent(spec: &ArraySpec) -> ArraySpec {
         chunk: (level != Level::Single).then_some(Bytes(chunk)),
         bitmap: Bitmap::None,
         ..spec.clone()
+    }
+}
+
+/// The bytes at the start of each member that hold data when the file system's first
+/// `end` bytes are written: btrfs allocates block groups as data arrives, each device
+/// extent from the lowest free offset of its device, so a member's used space is a
+/// prefix, in whole device extents (1 GiB for data).
+pub fn allocated_per_member(spec: &ArraySpec, end: u64) -> u64 {
+    let raw = end as f64 / spec.capacity_fraction() / spec.disks as f64;
+    (raw.ceil() as u64).div_ceil(BLOCK_GROUP) * BLOCK_GROUP
+}
+
+/// How a `btrfs replace` proceeds: in stripes of `BTRFS_STRIPE_LEN`, REPLACE_WINDOWS of them
+/// in flight, never paced by load (btrfs has no sync speed limit by default, and does
+/// not yield to other I/O).
+pub fn replace_pace() -> Pace {
+    Pace {
+        governor: Governor::Depth,
+        min: 0,
+        max: u32::MAX,
+        depth_bytes: u64::MAX,
+        windows: REPLACE_WINDOWS,
+        unit: STRIPE_LEN,
+        governed: false,
     }
 }
 

@@ -90,7 +90,8 @@ pub fn resolve_model(case: &Case) -> Result<DiskModel, SimError> {
 #[derive(Debug, Clone, Copy)]
 struct Runs {
     member: u64,
-    rebuild_from: u64,
+    /// Sample a whole member's recovery from this member offset.
+    rebuild_from: Option<u64>,
     idle: bool,
 }
 
@@ -99,7 +100,10 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     let write_cache = case.array.write_cache == WriteCache::On;
     macro_rules! go {
         ($make:expr) => {{
-            let e = Engine::new(case, how.member, seed, $make).rebuild_from(how.rebuild_from);
+            let mut e = Engine::new(case, how.member, seed, $make);
+            if let Some(at) = how.rebuild_from {
+                e = e.rebuild_from(at);
+            }
             if how.idle {
                 e.idle().run()
             } else {
@@ -128,7 +132,7 @@ pub fn engine_run(case: &Case, seed: u64) -> SimRun {
         seed,
         Runs {
             member,
-            rebuild_from: 0,
+            rebuild_from: None,
             idle: false,
         },
     )
@@ -171,7 +175,7 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
                 seed ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
                 Runs {
                     member: capacity,
-                    rebuild_from: k * part + part / 2,
+                    rebuild_from: Some(k * part + part / 2),
                     idle,
                 },
             );
@@ -200,7 +204,7 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
         seed,
         Runs {
             member: member.0,
-            rebuild_from: 0,
+            rebuild_from: None,
             idle: false,
         },
     );

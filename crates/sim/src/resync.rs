@@ -69,6 +69,10 @@ pub struct Pace {
     pub depth_bytes: u64,
     /// Windows md's buffers allow in flight at once.
     pub windows: u32,
+    /// Bytes of the member per window: md's check window ([`STEP`]), or btrfs's stripe.
+    pub unit: u64,
+    /// Whether md's governor paces it (`false`: btrfs replace, which nothing paces).
+    pub governed: bool,
 }
 
 impl Pace {
@@ -81,6 +85,8 @@ impl Pace {
             max: SPEED_MAX,
             depth_bytes: STEP,
             windows: 1,
+            unit: STEP,
+            governed: true,
         }
     }
 }
@@ -145,7 +151,7 @@ impl Resync {
     /// Take the next window: its member range.
     pub fn issue(&mut self) -> (u64, u64) {
         let at = self.issued;
-        let len = STEP.min(self.size - at);
+        let len = self.pace.unit.min(self.size - at);
         self.issued += len;
         self.in_flight += 1;
         (at, len)
@@ -154,7 +160,7 @@ impl Resync {
     /// A window completed at `now`: whether md, draining, may go on.
     pub fn complete(&mut self, now: Nanos) {
         self.in_flight -= 1;
-        self.done = (self.done + STEP).min(self.size);
+        self.done = (self.done + self.pace.unit).min(self.size);
         if self.finished() && self.finished_at.is_none() {
             self.finished_at = Some(now);
         }
@@ -177,8 +183,11 @@ impl Resync {
                 self.marks.pop_front();
             }
         }
-        let speed = self.speed(now);
         let p = self.pace;
+        if !p.governed {
+            return Next::Go;
+        }
+        let speed = self.speed(now);
         if speed <= p.min as u64 {
             return Next::Go;
         }
@@ -191,7 +200,7 @@ impl Resync {
         match p.governor {
             Governor::Sleep => Next::Sleep,
             Governor::Drain => Next::Drain,
-            Governor::Depth if self.in_flight as u64 * STEP >= p.depth_bytes => Next::Drain,
+            Governor::Depth if self.in_flight as u64 * p.unit >= p.depth_bytes => Next::Drain,
             Governor::Depth => Next::Go,
         }
     }
@@ -208,6 +217,8 @@ mod tests {
             max: SPEED_MAX,
             depth_bytes: 2 * STEP,
             windows: 16,
+            unit: STEP,
+            governed: true,
         }
     }
 

@@ -247,3 +247,59 @@ fn raid10_recovery_and_the_workload_take_turns() {
         "recovering {rebuilding:.1} IOPS, degraded {degraded:.1}"
     );
 }
+
+/// A btrfs raid1 of four 16 TB disks, rebuilding (`btrfs replace`) under 4 KiB random
+/// reads at QD4 over the first `size` of the file system.
+fn btrfs_replace(size: &str) -> raidlab_core::Case {
+    let text = format!(
+        "name = \"t\"\n[disks]\ncount = 4\nmodel = \"hdd-7200-16t-2019\"\n[arrays]\nengine = \"btrfs\"\nlevel = \"raid1\"\nstate = \"rebuilding\"\n[workloads]\nrw = \"randread\"\niodepth = 4\nsize = \"{size}\"\nruntime = \"30s\"\n"
+    );
+    raidlab_core::Plan::parse(&text, std::path::Path::new("t.toml"))
+        .unwrap()
+        .cases()[0]
+        .clone()
+}
+
+/// btrfs replace copies the device extents in use, not the whole member, and nothing
+/// paces it: 8 GiB of data on a four-device raid1 is 4 GiB per member, copied within
+/// the run; a whole idle member goes at the disk's own rate in every zone (no
+/// `sync_speed_max`: 11 % faster than md's capped recovery of the same disk); and under
+/// load the disk's age limit still serves the workload's far reads within about a second
+/// while the copy streams past them.
+#[test]
+fn btrfs_replace_copies_what_is_allocated_at_the_disks_rate() {
+    let case = btrfs_replace("8g");
+    let run = raidlab_sim::engine_run(&case, 1);
+    let sync = run.sync.expect("a replace");
+    assert_eq!(
+        sync.done,
+        4 << 30,
+        "the allocated device extents, 1 GiB each"
+    );
+    let t = sync
+        .finished_at
+        .expect("4 GiB is copied within 30 s")
+        .as_secs_f64();
+    assert!(t < 30.0, "{t}");
+    // Idle, the whole member at the zones' own rates.
+    let r = rebuild(&case);
+    let idle = r.seconds_idle.expect("idle rebuild");
+    let theory = idle_theory(&preset(), f64::INFINITY);
+    assert!(
+        (idle / theory - 1.0).abs() < 0.10,
+        "idle {idle:.0} s, theory {theory:.0} s"
+    );
+    let md_theory = idle_theory(&preset(), 200_000.0);
+    assert!(
+        idle < md_theory * 0.95,
+        "{idle:.0} s against md's {md_theory:.0} s"
+    );
+    // Under load: the workload keeps completing reads every second, none waiting much
+    // longer than the drive's age limit (1 s) plus a few services.
+    let out = raidlab_sim::simulate(&case, 1).unwrap();
+    let fio = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let read = fio.read.expect("reads");
+    assert!(read.iops > 4.0, "{}", read.iops);
+    let max_ms = read.clat_max_ns.expect("max latency") / 1e6;
+    assert!(max_ms < 1_300.0, "a read waited {max_ms:.0} ms");
+}

@@ -1,7 +1,7 @@
 //! The VM lab's cache: a Debian kernel (unpacked, never installed), its `vmlinux` for a
 //! fast PVH boot, and an uncompressed initramfs with busybox, mdadm, fio, mkfs.xfs,
-//! wipefs/blkid, their libraries and the md/raid/xfs/virtio modules — one directory per
-//! kernel version under [`root`]. The raidlab binary's libraries are in the initramfs; the
+//! wipefs/blkid, mkfs.btrfs/btrfs, their libraries and the md/raid/xfs/btrfs/virtio
+//! modules — one directory per kernel version under [`root`]. The raidlab binary's libraries are in the initramfs; the
 //! binary itself is appended at every boot (a second cpio archive), so the guest always
 //! runs the raidlab that started it.
 
@@ -26,10 +26,19 @@ pub const MODULES: &[&str] = &[
     "raid456",
     "xfs",
     "ext4",
+    "btrfs",
 ];
 
 /// Programs copied into the initramfs with their shared libraries.
-pub const TOOLS: &[&str] = &["mdadm", "fio", "mkfs.xfs", "wipefs", "blkid"];
+pub const TOOLS: &[&str] = &[
+    "mdadm",
+    "fio",
+    "mkfs.xfs",
+    "wipefs",
+    "blkid",
+    "mkfs.btrfs",
+    "btrfs",
+];
 
 /// Copied too when the host has them (ext4 file systems).
 pub const OPTIONAL_TOOLS: &[&str] = &["mkfs.ext4"];
@@ -67,6 +76,11 @@ impl Lab {
         self.dir.join("initramfs.cpio")
     }
     /// What `lab build` recorded (package, modules, tools and their versions).
+    /// Whether the lab's initramfs has the program `name` (`lab.json`'s tools).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.info()["tools"].get(name).is_some()
+    }
+
     pub fn info(&self) -> serde_json::Value {
         std::fs::read(self.dir.join("lab.json"))
             .ok()

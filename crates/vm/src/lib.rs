@@ -653,10 +653,11 @@ impl Target for VmTarget {
         if let Some(r) = cached {
             return r.map_err(err);
         }
-        if case.array.engine != raidlab_core::Engine::Md {
+        if case.array.engine == raidlab_core::Engine::Btrfs && !self.lab.has_tool("mkfs.btrfs") {
             return Err(err(format!(
-                "case {}: the VM lab runs md arrays only (its initramfs has no mkfs.btrfs): use engine = \"md\", or --target host / sim for btrfs",
-                case.id
+                "case {}: the VM lab in {} was built without btrfs (before raidlab put mkfs.btrfs in it): run `raidlab lab build` again",
+                case.id,
+                self.lab.dir.display()
             )));
         }
         if self.cfg.disks.count < case.array.disks {
@@ -677,7 +678,6 @@ impl Target for VmTarget {
                     .take(CASES_PER_BOOT)
                     .take_while(|(c, _)| {
                         c.array.disks <= self.cfg.disks.count
-                            && c.array.engine == raidlab_core::Engine::Md
                             // Timed members get the model's cache at start.
                             && (self.timed_model().is_none()
                                 || c.array.write_cache == case.array.write_cache)

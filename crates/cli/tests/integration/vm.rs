@@ -987,3 +987,54 @@ fn timed_members_md_layouts_against_the_simulator() {
         );
     }
 }
+
+/// btrfs in the guest: a raid1 of four 75-IOPS members with its last device lost
+/// (`-o degraded`) and rebuilt by `btrfs replace` while fio reads, both in one boot. The
+/// replace's progress comes back as the host target records it; the simulator's figures
+/// for the same plan are printed beside it (the guest's replace is bound by the emulated
+/// CPU, docs/vm-lab.md).
+#[test]
+fn btrfs_degraded_and_replaced_in_the_guest() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nengine = \"btrfs\"\nlevel = \"raid1\"\nwrite_cache = \"keep\"\nstate = [\"degraded\", \"rebuilding\"]\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+    );
+    let (_tmp, vm, sim) = on_vm_and_sim("vm-btrfs", &body);
+    let (vm_rows, sim_rows) = (rows(&vm), rows(&sim));
+    assert_eq!(vm_rows.len(), 2);
+    let kver = kver();
+    for r in Store::open(&vm).unwrap().results().unwrap() {
+        assert_eq!(r.environment.details["tools"]["kernel"], kver.as_str());
+    }
+    for (v, s) in vm_rows.iter().zip(&sim_rows) {
+        let state = v["state"].as_str().unwrap();
+        let iops = v["read_iops"].as_f64().unwrap();
+        eprintln!(
+            "btrfs raid1 {state}: vm {iops:.1} IOPS, rebuild {:?} MiB/s in {:?} s; sim {:?} IOPS, {:?} MiB/s",
+            v["rebuild_mib_s"].as_f64(),
+            v["rebuild_s"].as_f64(),
+            s["read_iops"].as_f64(),
+            s["rebuild_mib_s"].as_f64()
+        );
+        // fio's one thread reads one copy of each block group (btrfs's pid read policy):
+        // at most the four 75-IOPS members. While the replace streams, unpaced, the
+        // guest's reads get what is left: 12.2 IOPS in the first run, where the simulator
+        // gives 75.5 (docs/vm-lab.md); only that they go on is held here.
+        let floor = if state == "rebuilding" { 2.0 } else { 20.0 };
+        assert!(iops > floor && iops < 4.0 * 75.0 * 1.1, "{state}: {iops}");
+        if state == "rebuilding" {
+            let rate = v["rebuild_mib_s"]
+                .as_f64()
+                .expect("the guest recorded the replace");
+            assert!(rate > 0.0, "{rate}");
+            if let Some(t) = v["rebuild_s"].as_f64() {
+                assert_eq!(v["rebuild_s_full"].as_f64(), Some(t), "{v}");
+            }
+            assert!(s["rebuild_mib_s"].as_f64().unwrap() > 0.0, "{s}");
+        } else {
+            assert!(v["rebuild_mib_s"].is_null(), "{v}");
+        }
+    }
+}

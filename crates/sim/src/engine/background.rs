@@ -35,13 +35,14 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// Whether sync windows raise raid10's barrier: during a recovery. md raises it for
+    /// Whether sync windows raise raid10's barrier: during md's recovery (btrfs has no
+    /// such barrier). md raises it for
     /// the initial resync too, but the VM lab's kernel loses a fifth of its IOPS to a
     /// raid10 resync (as the model without it predicts) and half to a recovery (as it
     /// does with it); docs/simulator.md has the figures.
     #[inline]
     pub(super) fn barrier_applies(&self) -> bool {
-        self.geo.level == Level::Raid10 && self.recovering
+        self.geo.level == Level::Raid10 && self.recovering && !self.replacing
     }
 
     /// raid10: a sync window raises the barrier, then goes to the members once the host

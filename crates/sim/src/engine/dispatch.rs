@@ -291,7 +291,7 @@ impl<D: Member> Engine<D> {
                 if now >= self.measure_from {
                     let sec = ((now - self.measure_from).0 / 1_000_000_000) as usize;
                     if let Some(b) = self.sync_per_sec.get_mut(sec) {
-                        *b += resync::STEP;
+                        *b += self.resync.as_ref().expect("resync").pace().unit;
                     }
                 }
                 self.lower_barrier();

@@ -23,7 +23,8 @@ use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{
-    ArraySpec, ArrayState, Case, Layout, Level, Nanos, Rebuild, Rw, DEFAULT_STRIPE_CACHE,
+    ArraySpec, ArrayState, Case, Engine as FsEngine, Layout, Level, Nanos, Rebuild, Rw,
+    DEFAULT_STRIPE_CACHE,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -360,6 +361,8 @@ pub struct Engine<D> {
     failed: u64,
     /// The sync under way is the recovery of `failed` (not the initial resync).
     recovering: bool,
+    /// The recovery is a btrfs replace (no governor, no raid10 barrier).
+    replacing: bool,
     /// fio jobs run (false to time a recovery on an idle array): md's sync sees a busy
     /// array while they do.
     foreground: bool,
@@ -548,7 +551,16 @@ impl<D: Member> Engine<D> {
                     | Level::Raid6
             );
         let recovering = spec.state == ArrayState::Rebuilding;
-        let resync = if recovering {
+        // btrfs replace copies only the members' allocated space, unpaced.
+        let replacing = recovering && case.array.engine == FsEngine::Btrfs;
+        let resync = if replacing {
+            let used = crate::btrfs::allocated_per_member(&case.array, w.offset.0 + w.size.0);
+            Some(Resync::new(
+                0,
+                used.min(geo.member),
+                crate::btrfs::replace_pace(),
+            ))
+        } else if recovering {
             Some(Resync::new(0, geo.member, rebuild_pace(spec)))
         } else {
             initial.then(|| Resync::new(0, geo.member, Pace::initial()))
@@ -626,17 +638,20 @@ impl<D: Member> Engine<D> {
             geo,
             failed,
             recovering,
+            replacing,
             foreground: true,
             sync_at_measure: None,
             sync_per_sec: vec![0; seconds],
         }
     }
 
-    /// Start the recovery at member offset `at` instead of 0 (the members below it are
-    /// already rebuilt): to sample a rebuild's speed there.
+    /// Recover a whole member from offset `at` (the members below it are already
+    /// rebuilt, and a btrfs replace finds every byte allocated): to sample a full
+    /// rebuild's speed there.
     pub fn rebuild_from(mut self, at: u64) -> Self {
+        let member = self.geo.member;
         if let Some(r) = self.resync.as_mut().filter(|_| self.recovering) {
-            *r = Resync::new(at.min(r.size), r.size, r.pace());
+            *r = Resync::new(at.min(member), member, r.pace());
         }
         self
     }
@@ -764,6 +779,8 @@ fn rebuild_pace(spec: &ArraySpec) -> Pace {
         max: r.sync_speed_max,
         depth_bytes: r.sync_io_depth as u64 * unit,
         windows,
+        unit: STEP,
+        governed: true,
     }
 }
 
