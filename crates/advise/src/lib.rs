@@ -121,6 +121,8 @@ pub struct Constraints {
 pub struct Need {
     /// Disk counts to consider.
     pub disks: Vec<u32>,
+    /// Who may build the array: `md`, `btrfs`.
+    pub engines: Vec<String>,
     /// The disk model: a preset name or a model file.
     pub disk: String,
     pub workloads: Vec<WorkloadSpec>,
@@ -149,6 +151,7 @@ impl Need {
     pub fn new(disks: Vec<u32>, disk: &str, workloads: Vec<WorkloadSpec>) -> Need {
         Need {
             disks,
+            engines: vec!["md".into(), "btrfs".into()],
             disk: disk.to_string(),
             workloads,
             chunks: vec!["64k".into(), "128k".into(), "512k".into()],

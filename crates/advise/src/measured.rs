@@ -109,6 +109,7 @@ pub fn evaluate_measured(
         let (loss, loss_interval) = risk_of(&spec, member, rebuild_h, need)?;
         evals.push(Evaluation {
             candidate: Candidate {
+                engine: spec.engine.to_string(),
                 disks: spec.disks,
                 level: spec.level.to_string(),
                 layout: spec.layout.map(|l| l.to_string()),

@@ -248,16 +248,16 @@ impl Advice {
     }
 
     /// The top pick: among the candidates tied for first, md's defaults where one is
-    /// among them (nobody should run an unusual parity algorithm or chunk for a
-    /// difference inside the noise), then the one least likely to lose data, then the
-    /// largest.
+    /// among them (nobody should run an unusual parity algorithm, a far or offset raid10,
+    /// or an unusual chunk for a difference inside the noise; raid10's near copies, two or
+    /// three, are its default), then the one least likely to lose data, then the largest.
     pub fn top(&self) -> Option<&Entry> {
         let unusual = |e: &Entry| {
             let c = &e.eval.candidate;
             let layout = c
                 .layout
                 .as_deref()
-                .is_some_and(|l| l != "left-symmetric" && l != "n2");
+                .is_some_and(|l| l != "left-symmetric" && !l.starts_with('n'));
             let chunk = c.chunk.as_deref().is_some_and(|ch| ch != "512k");
             (layout, chunk)
         };
@@ -469,6 +469,7 @@ pub fn plan_file(need: &Need, e: &Entry, filesystem: &str) -> String {
         "#   raidlab run THIS.toml --target host --destroy-data-on SERIAL …"
     );
     let name: Vec<&str> = [
+        c.btrfs().then_some("btrfs"),
         Some(c.level.as_str()),
         c.layout.as_deref(),
         c.chunk.as_deref(),
@@ -478,15 +479,19 @@ pub fn plan_file(need: &Need, e: &Entry, filesystem: &str) -> String {
     .collect();
     let _ = writeln!(s, "name = \"advise-{}-{}disks\"", name.join("-"), c.disks);
     let _ = writeln!(s, "[disks]\ncount = {}\nmodel = {:?}", c.disks, need.disk);
-    let _ = writeln!(s, "\n[[arrays]]\nlevel = {:?}", c.level);
+    let _ = writeln!(s, "\n[[arrays]]");
+    if c.btrfs() {
+        let _ = writeln!(s, "engine = \"btrfs\"");
+    }
+    let _ = writeln!(s, "level = {:?}", c.level);
     if let Some(l) = &c.layout {
         let _ = writeln!(s, "layout = {l:?}");
     }
     if let Some(ch) = &c.chunk {
         let _ = writeln!(s, "chunk = {ch:?}");
     }
-    let _ = writeln!(s, "filesystem = {filesystem:?}");
-    if c.redundant() {
+    let _ = writeln!(s, "filesystem = {:?}", c.filesystem(filesystem));
+    if c.redundant() && !c.btrfs() {
         let _ = writeln!(s, "bitmap = {:?}", c.bitmap);
     }
     if let Some(sc) = c.stripe_cache {
@@ -523,6 +528,7 @@ mod tests {
     ) -> Evaluation {
         Evaluation {
             candidate: Candidate {
+                engine: "md".into(),
                 disks: 8,
                 level: level.into(),
                 layout: layout.map(str::to_string),

@@ -1,8 +1,9 @@
 //! The search space: every md layout a user could build on the disk counts asked, with
 //! the chunk sizes asked where the level has chunks, the bitmaps asked where it is
-//! redundant and the stripe cache sizes asked where it has parity, and each case of a
-//! candidate as the plan reader would make it (so a candidate is exactly what a plan file
-//! would run).
+//! redundant and the stripe cache sizes asked where it has parity; every btrfs profile
+//! (its stripe unit and block groups are fixed: no chunk, bitmap or cache to choose); and
+//! each case of a candidate as the plan reader would make it (so a candidate is exactly
+//! what a plan file would run).
 
 use crate::{AdviseError, Need, WorkloadSpec};
 use raidlab_core::spec::DEFAULT_STRIPE_CACHE;
@@ -10,9 +11,11 @@ use raidlab_core::{ArrayState, Case, Check, Plan, PlanBuilder, TargetKind};
 use std::path::Path;
 
 /// One layout: md level, its layout (raid10's copies, raid5/6's parity algorithm), chunk
-/// and write-intent bitmap, on `disks` members.
+/// and write-intent bitmap, on `disks` members; or a btrfs profile on `disks` devices.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Candidate {
+    /// Who builds it: `md` or `btrfs`.
+    pub engine: String,
     pub disks: u32,
     pub level: String,
     pub layout: Option<String>,
@@ -33,12 +36,43 @@ const PARITY_LAYOUTS: [&str; 4] = [
     "right-asymmetric",
 ];
 
+/// btrfs's profiles and the fewest devices each takes (`btrfs_raid_array`'s
+/// `devs_min`; raid10 and raid5/6 at the counts that keep their redundancy on equal disks).
+const BTRFS_PROFILES: [(&str, u32); 7] = [
+    ("raid0", 2),
+    ("raid1", 2),
+    ("raid1c3", 3),
+    ("raid1c4", 4),
+    ("raid10", 4),
+    ("raid5", 3),
+    ("raid6", 4),
+];
+
 /// Every candidate for `need`, disk count by disk count.
 pub fn candidates(need: &Need) -> Vec<Candidate> {
     let mut out = Vec::new();
     for &n in &need.disks {
+        if need.engines.iter().any(|e| e == "btrfs") {
+            for (level, min) in BTRFS_PROFILES {
+                if n >= min {
+                    out.push(Candidate {
+                        engine: "btrfs".into(),
+                        disks: n,
+                        level: level.into(),
+                        layout: None,
+                        chunk: None,
+                        bitmap: "none".into(),
+                        stripe_cache: None,
+                    });
+                }
+            }
+        }
+        if !need.engines.iter().any(|e| e == "md") {
+            continue;
+        }
         let first = out.len();
         let c = |level: &str, layout: Option<&str>, chunk: Option<&String>| Candidate {
+            engine: "md".into(),
             disks: n,
             level: level.to_string(),
             layout: layout.map(str::to_string),
@@ -96,9 +130,12 @@ pub fn candidates(need: &Need) -> Vec<Candidate> {
 }
 
 impl Candidate {
-    /// `raid10 f2 512k × 8`.
+    /// `raid10 f2 512k × 8`, `btrfs raid1 × 8`.
     pub fn label(&self) -> String {
         let mut s = self.level.clone();
+        if self.btrfs() {
+            s.insert_str(0, "btrfs ");
+        }
         if let Some(l) = self.layout.as_deref().filter(|l| *l != "left-symmetric") {
             s.push(' ');
             s.push_str(l);
@@ -116,9 +153,24 @@ impl Candidate {
         format!("{s} × {}", self.disks)
     }
 
-    /// raid5/6: parity, and md's stripe cache.
+    /// md's raid5/6: parity, and md's stripe cache.
     pub fn parity(&self) -> bool {
-        matches!(self.level.as_str(), "raid5" | "raid6")
+        !self.btrfs() && matches!(self.level.as_str(), "raid5" | "raid6")
+    }
+
+    /// A btrfs profile (else an md array).
+    pub fn btrfs(&self) -> bool {
+        self.engine == "btrfs"
+    }
+
+    /// The file system the candidate is measured with: btrfs is its own; an md array gets
+    /// `md_filesystem`.
+    pub fn filesystem<'a>(&self, md_filesystem: &'a str) -> &'a str {
+        if self.btrfs() {
+            "btrfs"
+        } else {
+            md_filesystem
+        }
     }
 
     /// Whether the level keeps working with a member gone (degraded and rebuilding
@@ -139,8 +191,9 @@ impl Candidate {
         let mut b = Plan::builder("advise");
         b.disks("count", self.disks)
             .disks("model", need.disk.as_str());
-        b.array("level", self.level.as_str())
-            .array("filesystem", filesystem)
+        b.array("engine", self.engine.as_str())
+            .array("level", self.level.as_str())
+            .array("filesystem", self.filesystem(filesystem))
             .array("state", state.to_string());
         if let Some(l) = &self.layout {
             b.array("layout", l.as_str());
@@ -148,11 +201,14 @@ impl Candidate {
         if let Some(c) = &self.chunk {
             b.array("chunk", c.as_str());
         }
-        b.array("bitmap", self.bitmap.as_str());
+        if !self.btrfs() {
+            b.array("bitmap", self.bitmap.as_str());
+        }
         if let Some(sc) = self.stripe_cache {
             b.array("stripe_cache", sc);
         }
-        if state == ArrayState::Rebuilding {
+        // md's rebuild governor; btrfs replace has none.
+        if state == ArrayState::Rebuilding && !self.btrfs() {
             b.array("kernel", need.kernel.as_str());
         }
         b.workload("rw", w.rw.as_str())
@@ -216,9 +272,32 @@ mod tests {
         let c = candidates(&need);
         let count = |n: u32, level: &str| {
             c.iter()
-                .filter(|c| c.disks == n && c.level == level)
+                .filter(|c| c.disks == n && c.level == level && !c.btrfs())
                 .count()
         };
+        // btrfs's profiles, once each where the devices suffice: no chunk, bitmap or
+        // cache to choose.
+        let btrfs = |n: u32| -> Vec<String> {
+            c.iter()
+                .filter(|c| c.disks == n && c.btrfs())
+                .map(|c| c.label())
+                .collect()
+        };
+        assert_eq!(
+            btrfs(3),
+            [
+                "btrfs raid0 × 3",
+                "btrfs raid1 × 3",
+                "btrfs raid1c3 × 3",
+                "btrfs raid5 × 3"
+            ]
+        );
+        assert_eq!(btrfs(8).len(), 7);
+        let md_only = Need {
+            engines: vec!["md".into()],
+            ..need.clone()
+        };
+        assert!(candidates(&md_only).iter().all(|c| !c.btrfs()));
         // 3 chunks each: raid0 3, raid1 1, raid10 n2/f2/o2/n3 12, raid5 4 × 3, raid6 4 × 3.
         assert_eq!(
             [
@@ -237,10 +316,11 @@ mod tests {
         let mut both = need.clone();
         both.bitmaps = vec!["none".into(), "internal".into()];
         let c2 = candidates(&both);
+        let btrfs_count = btrfs(3).len() + btrfs(8).len();
         assert_eq!(
             c2.len(),
-            2 * c.len() - 3 * 2,
-            "raid0's 3 chunks × 2 disk counts once"
+            2 * (c.len() - btrfs_count) - 3 * 2 + btrfs_count,
+            "raid0's 3 chunks × 2 disk counts once, btrfs profiles once"
         );
         assert!(c2.iter().any(|c| c.label() == "raid6 512k bitmap × 8"));
         // Stripe cache sizes: every raid5/6 layout once per size, nothing else.

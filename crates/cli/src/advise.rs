@@ -18,6 +18,7 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         }
     }
     let mut need = Need::new(disks, &a.disk, workloads);
+    need.engines = a.engines.iter().map(|e| e.to_string()).collect();
     need.chunks = a.chunks.iter().map(|c| c.trim().to_string()).collect();
     need.bitmaps = a.bitmaps.iter().map(|b| b.trim().to_string()).collect();
     need.stripe_caches = a.stripe_caches.clone();

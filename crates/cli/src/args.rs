@@ -513,7 +513,11 @@ pub struct AdviseArgs {
     /// Mission time in years (for the probability of losing data).
     #[arg(long, default_value_t = 5.0)]
     pub years: f64,
-    /// Chunk sizes to consider, comma-separated.
+    /// Who may build the array, comma-separated: md (its levels, layouts, chunks), btrfs
+    /// (its profiles, simulated as their md shape, rebuilt by `btrfs replace`).
+    #[arg(long, default_value = "md,btrfs", value_delimiter = ',', value_parser = parsed::<raidlab_core::Engine>)]
+    pub engines: Vec<raidlab_core::Engine>,
+    /// Chunk sizes to consider, comma-separated (md).
     #[arg(long, default_value = "64k,128k,512k", value_delimiter = ',')]
     pub chunks: Vec<String>,
     /// md write-intent bitmaps to consider on redundant levels, comma-separated: none,

@@ -35,10 +35,12 @@ fn kept(entries: &[Value]) -> Vec<&Value> {
     entries.iter().filter(|e| e["verdict"] == "kept").collect()
 }
 
+/// `raid10 n2`, `btrfs raid10 `.
 fn label(e: &Value) -> String {
     let c = &e["candidate"];
+    let engine = if c["engine"] == "btrfs" { "btrfs " } else { "" };
     format!(
-        "{} {}",
+        "{engine}{} {}",
         c["level"].as_str().unwrap(),
         c["layout"].as_str().unwrap_or("")
     )
@@ -60,7 +62,14 @@ fn advise_respects_failures_and_capacity_and_says_what_cut_what() {
         assert!(
             !(l.starts_with("raid0")
                 || l.starts_with("raid5")
-                || ["raid10 n2", "raid10 f2", "raid10 o2"].contains(&l.as_str())),
+                || ["raid10 n2", "raid10 f2", "raid10 o2"].contains(&l.as_str())
+                || [
+                    "btrfs raid0 ",
+                    "btrfs raid1 ",
+                    "btrfs raid10 ",
+                    "btrfs raid5 "
+                ]
+                .contains(&l.as_str())),
             "kept {l} with --min-failures 2"
         );
         assert!(e["tolerance"].as_u64().unwrap() >= 2, "{e}");
@@ -98,7 +107,7 @@ fn advise_respects_failures_and_capacity_and_says_what_cut_what() {
         .iter()
         .filter(|e| e["candidate"]["level"] == "raid10")
         .collect();
-    assert_eq!(raid10.len(), 4, "n2, f2, o2, n3");
+    assert_eq!(raid10.len(), 5, "n2, f2, o2, n3, btrfs raid10");
     for e in raid10 {
         assert!(e["by"].as_str().unwrap().starts_with("--min-usable"), "{e}");
     }
@@ -152,6 +161,8 @@ fn advise_prints_the_pick_its_commands_and_a_plan_that_runs() {
             "10g",
             "--min-failures",
             "2",
+            "--engines",
+            "md",
             "--no-cache",
             "--plan-out",
         ])
@@ -350,7 +361,11 @@ fn advise_searches_stripe_cache_sizes() {
         dir.path(),
         &["--min-failures", "1", "--stripe-caches", "256,4096"],
     );
-    let parity = |e: &&Value| matches!(e["candidate"]["level"].as_str(), Some("raid5" | "raid6"));
+    // md's parity levels (btrfs's raid5/6 have no md stripe cache).
+    let parity = |e: &&Value| {
+        e["candidate"]["engine"] == "md"
+            && matches!(e["candidate"]["level"].as_str(), Some("raid5" | "raid6"))
+    };
     let n_parity = one.iter().filter(parity).count();
     assert!(n_parity > 0);
     assert_eq!(two.len(), one.len() + n_parity);
@@ -428,4 +443,74 @@ fn advise_searches_stripe_cache_sizes() {
     assert!(said.contains(&format!("echo {sc} > /sys/block/")), "{said}");
     let text = std::fs::read_to_string(&plan).unwrap();
     assert!(text.contains(&format!("stripe_cache = {sc}")), "{text}");
+}
+
+/// btrfs profiles are in the search, and the pick's printed commands build it: `advise
+/// --engines btrfs` on four disks, then its "Build it" lines run as printed on four loop
+/// devices (`DISK` set to them, the mount point moved into the test's directory), and the
+/// file system they make keeps its data in the profile advised.
+#[test]
+fn advise_btrfs_pick_builds_on_loop_devices() {
+    let _machine = raidlab_testkit::shared();
+    if !crate::host::can_run() {
+        return;
+    }
+    let out = raidlab()
+        .args([
+            "advise",
+            "--disks",
+            "4",
+            "--disk",
+            "hdd-7200",
+            "--workload",
+            "randread:4k:qd8",
+            "--engines",
+            "btrfs",
+            "--runtime",
+            "5s",
+            "--size",
+            "10g",
+            "--no-cache",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let top = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Top pick: btrfs "))
+        .expect(&text);
+    let profile = top.split_whitespace().next().unwrap();
+    assert!(
+        ["raid1", "raid1c3", "raid1c4", "raid10", "raid5", "raid6"].contains(&profile),
+        "{top}: at least one failure survived"
+    );
+    let commands: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Build it"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    assert!(commands[0].starts_with("mkfs.btrfs -f -d "), "{commands:?}");
+    assert!(!text.contains("mdadm"), "{text}");
+    let lab = crate::host::Lab::new(4);
+    let mnt = lab.path().join("mnt");
+    let script = format!(
+        "set -e\nDISK=({})\n{}\n",
+        lab.devs.join(" "),
+        commands
+            .join("\n")
+            .replace("/mnt/raidlab", mnt.to_str().unwrap())
+    );
+    let o = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{script}\n{}", crate::host::text(&o));
+    let df = crate::host::sh(&format!("btrfs filesystem df {}", mnt.display()));
+    let df = String::from_utf8_lossy(&df.stdout).to_string();
+    assert!(
+        df.contains(&format!("Data, {}:", profile.to_uppercase())),
+        "{profile}: {df}"
+    );
 }
