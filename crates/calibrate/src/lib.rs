@@ -13,9 +13,13 @@
 //!   seek + rotation, and rotation comes from the RPM;
 //! - `reorder_noise`, from random reads with several commands outstanding: how much the
 //!   drive gains from its queue;
-//! - the media rates (outer and inner together), from sequential reads, when there are some.
+//! - the media rates (outer and inner together), from sequential reads, when there are some;
+//! - the write cache's depth in commands (`cache_commands`, with `destage_window` the same),
+//!   from random writes made with the cache on, when there are some.
 //!
-//! Writes are not fitted: a fio result does not say whether the drive's write cache was on.
+//! Writes count only where the run says how the drive's write cache was set (a fio result
+//! alone does not): `raidlab calibrate --device … --destroy-data-on SERIAL` makes them and
+//! names them so (`…-cache-on.json`, `…-cache-off.json`).
 
 pub mod public;
 
@@ -34,6 +38,9 @@ pub struct Point {
     pub span: Option<Bytes>,
     /// Read + write IOPS fio measured.
     pub iops: f64,
+    /// The drive's write cache during the run, where known (`None`: unknown; such writes
+    /// are simulated with the cache off and not fitted).
+    pub write_cache: Option<bool>,
     /// Where the point came from (a file), for the table.
     pub source: String,
 }
@@ -48,7 +55,21 @@ impl Point {
             numjobs: 1,
             span: None,
             iops,
+            write_cache: None,
             source: source.to_string(),
+        }
+    }
+
+    /// Whether a fio output file's name says the drive's write cache state of a run
+    /// (`…-cache-on.json`, `…-cache-off.json`), as `calibrate --device` names its writes.
+    pub fn cache_from_name(file: &Path) -> Option<bool> {
+        let stem = file.file_stem()?.to_str()?;
+        if stem.ends_with("-cache-on") {
+            Some(true)
+        } else if stem.ends_with("-cache-off") {
+            Some(false)
+        } else {
+            None
         }
     }
 
@@ -70,13 +91,23 @@ impl Point {
         self.rw == Rw::Read && self.bs.0 >= 64 * 1024
     }
 
+    /// Random writes the drive's cache absorbed (the cache known to be on).
+    fn is_cached_random_write(&self) -> bool {
+        self.rw == Rw::RandWrite && self.write_cache == Some(true)
+    }
+
     /// `randread 4k qd8×1 over 1t`.
     pub fn label(&self) -> String {
         let span = self
             .span
             .map_or("whole disk".to_string(), |s| format!("over {}", s.to_fio()));
+        let cache = match self.write_cache {
+            Some(true) => ", cache on",
+            Some(false) => ", cache off",
+            None => "",
+        };
         format!(
-            "{} {} qd{}×{} {span}",
+            "{} {} qd{}×{} {span}{cache}",
             self.rw,
             self.bs.to_fio(),
             self.iodepth,
@@ -135,6 +166,10 @@ pub fn fit(base: &DiskModel, points: &[Point], name: &str) -> Result<Fit, Calibr
     let qd1: Vec<&Point> = points.iter().filter(|p| p.is_qd1_random_read()).collect();
     let deep: Vec<&Point> = points.iter().filter(|p| p.is_deep_random_read()).collect();
     let seq: Vec<&Point> = points.iter().filter(|p| p.is_sequential_read()).collect();
+    let cached: Vec<&Point> = points
+        .iter()
+        .filter(|p| p.is_cached_random_write())
+        .collect();
     let mut p = start.clone();
     // The seek scale: QD1 service time falls as seeks get shorter, so the error in log
     // space is monotone in the scale; a golden-section search finds where it is smallest.
@@ -167,6 +202,24 @@ pub fn fit(base: &DiskModel, points: &[Point], name: &str) -> Result<Fit, Calibr
         })?;
         p.outer_mb_s = round3(start.outer_mb_s * rate);
         p.inner_mb_s = round3(start.inner_mb_s * rate);
+    }
+    if !cached.is_empty() {
+        // The cache's depth in commands: a grid (powers of two), median log error over
+        // the cached writes; the destage policy scans as many as the cache holds.
+        let mut best = (f64::INFINITY, p.cache_commands);
+        for commands in [1, 2, 4, 8, 16, 32, 64, 128, 256] {
+            let m = HddParams {
+                cache_commands: commands,
+                destage_window: commands,
+                ..p.clone()
+            };
+            let e = median_log_error(base, &m, &cached)?;
+            if e < best.0 {
+                best = (e, commands);
+            }
+        }
+        p.cache_commands = best.1;
+        p.destage_window = best.1;
     }
     let model = DiskModel {
         name: name.to_string(),
@@ -278,6 +331,11 @@ fn case_for(model: &DiskModel, point: &Point, runtime: Nanos) -> Case {
     let mut case = plan.cases()[0].clone();
     case.disks.model = Some(model.name.clone());
     case.disks.model_file = Some(model.clone());
+    case.array.write_cache = if point.write_cache == Some(true) {
+        raidlab_core::WriteCache::On
+    } else {
+        raidlab_core::WriteCache::Off
+    };
     let size = point.span.unwrap_or(model.capacity());
     case.workload = Workload {
         rw: point.rw,

@@ -109,3 +109,52 @@ fn without_the_points_it_needs_it_names_the_runs_to_make() {
         Err(CalibrateError::NotADisk(_))
     ));
 }
+
+/// The write cache's depth is found back: a drive whose cache holds 8 commands (the base
+/// holds 64), "measured" by the simulator with another seed over 60 s — random reads at
+/// QD1 and QD32 and random writes with the cache on at QD1 and QD32 — is fitted to 8, and
+/// the cached writes come out within 10 %.
+#[test]
+fn the_write_caches_depth_is_found_back_from_cached_writes() {
+    let base = DiskModel::preset("hdd-7200").unwrap();
+    let mut p = hdd(&base).clone();
+    p.cache_commands = 8;
+    p.destage_window = 8;
+    let hidden = DiskModel {
+        kind: DiskKind::Hdd(p),
+        ..base.clone()
+    };
+    let cached = |qd: u32| Point {
+        rw: raidlab_core::Rw::RandWrite,
+        write_cache: Some(true),
+        ..randread(qd, 1.0)
+    };
+    let measured: Vec<Point> = [randread(1, 1.0), randread(32, 1.0), cached(1), cached(32)]
+        .into_iter()
+        .map(|pt| Point {
+            iops: simulate_with(&hidden, &pt, 7, Nanos::from_secs_f64(60.0)).unwrap(),
+            ..pt
+        })
+        .collect();
+    let f = fit(&base, &measured, "mine").unwrap();
+    assert_eq!(hdd(&f.model).cache_commands, 8);
+    for r in f.rows.iter().filter(|r| r.point.write_cache == Some(true)) {
+        assert!(
+            r.error().abs() < 0.10,
+            "{}: {:+.3}",
+            r.point.label(),
+            r.error()
+        );
+    }
+    // Writes whose cache state is unknown are simulated, never fitted.
+    let unknown: Vec<Point> = measured
+        .iter()
+        .cloned()
+        .map(|pt| Point {
+            write_cache: None,
+            ..pt
+        })
+        .collect();
+    let f = fit(&base, &unknown, "mine").unwrap();
+    assert_eq!(hdd(&f.model).cache_commands, hdd(&base).cache_commands);
+}

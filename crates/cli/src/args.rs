@@ -401,9 +401,17 @@ pub struct CalibrateArgs {
     /// be in use (mounted, held, open): the sweep times it alone.
     #[arg(long, value_name = "DEV")]
     pub device: Option<String>,
-    /// Seconds per point of the --device sweep (7 points).
+    /// Seconds per point of the --device sweep (7 points; 10 with --destroy-data-on, whose
+    /// writes run a third longer first, unmeasured, so the drive's cache fills).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub seconds: u64,
+    /// With --device: also WRITE to the drive, destroying its data, to fit its write cache:
+    /// random 4 KiB writes with the cache on at queue depth 1 and 32, and with it off at 1.
+    /// Give the drive's serial (`raidlab disks`) to say you mean this drive; the write
+    /// cache is put back as it was, and the drive is left without signatures (journalled:
+    /// `raidlab cleanup` finishes both after a crash).
+    #[arg(long, value_name = "SERIAL", requires = "device")]
+    pub destroy_data_on: Option<String>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,

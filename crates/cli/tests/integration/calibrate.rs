@@ -238,3 +238,110 @@ fn device_sweep_measures_under_the_guards() {
         super::host::text(&o)
     );
 }
+
+/// The write half of `calibrate --device`: refused unless `--destroy-data-on` names the
+/// drive's serial; with it, the three write runs are made with the cache as their names
+/// say, the write cache is put back as it was, the drive (formatted before) is left
+/// without signatures, the journal is closed, and the model file says it fitted the
+/// cache's depth and runs through `raidlab sim` with the cache on.
+#[test]
+fn device_sweep_writes_only_on_the_named_drive_and_puts_it_back() {
+    let _machine = raidlab_testkit::shared();
+    if !super::host::can_run() {
+        return;
+    }
+    let lab = super::host::Lab::new(1);
+    let dev = lab.devs[0].clone();
+    let out = super::host::sh(&format!("mkfs.ext4 -q -F {dev}"));
+    assert!(out.status.success(), "{}", super::host::text(&out));
+    let before = lab.cache(0);
+    let model = lab.path().join("w.toml");
+    let run = |serial: &str| {
+        lab.raidlab(
+            &[
+                "calibrate",
+                "--device",
+                &dev,
+                "-o",
+                model.to_str().unwrap(),
+                "--seconds",
+                "2",
+                "--quiet",
+                "--destroy-data-on",
+                serial,
+            ],
+            &[],
+        )
+    };
+    let o = run("loop:/not/this/one");
+    assert!(!o.status.success());
+    let said = super::host::text(&o);
+    assert!(
+        said.contains("--destroy-data-on loop:/not/this/one") && said.contains(&lab.serial(0)),
+        "{said}"
+    );
+    assert!(!model.with_extension("runs").exists(), "nothing measured");
+    assert!(lab.signatures(0).contains("ext4"), "nothing written");
+
+    let o = run(&lab.serial(0));
+    assert!(o.status.success(), "{}", super::host::text(&o));
+    let runs = model.with_extension("runs");
+    let mut names: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 10, "{names:?}");
+    for w in [
+        "randwrite-qd1-cache-off.json",
+        "randwrite-qd1-cache-on.json",
+        "randwrite-qd32-cache-on.json",
+    ] {
+        assert!(names.contains(&w.to_string()), "{names:?}");
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(runs.join(w)).unwrap()).unwrap();
+        assert!(
+            json["jobs"][0]["write"]["io_bytes"].as_u64().unwrap() > 0,
+            "{w} wrote"
+        );
+    }
+    assert_eq!(lab.cache(0), before, "the write cache is back as it was");
+    assert!(lab.signatures(0).trim().is_empty(), "{}", lab.signatures(0));
+    let o = lab.raidlab(&["cleanup", runs.to_str().unwrap()], &[]);
+    assert!(o.status.success(), "{}", super::host::text(&o));
+    let said = super::host::text(&o);
+    assert!(
+        !said.contains("erased signatures") && !said.contains("write cache of"),
+        "nothing left to undo: {said}"
+    );
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(
+        text.contains("the write cache's depth") && text.contains("cache_commands = "),
+        "{text}"
+    );
+    assert!(
+        text.contains("randwrite 4k qd32×1 whole disk, cache on"),
+        "{text}"
+    );
+    let o = lab.raidlab(
+        &[
+            "sim",
+            "--disks",
+            "1",
+            "--level",
+            "single",
+            "--disk",
+            model.to_str().unwrap(),
+            "--rw",
+            "randwrite",
+            "--write-cache",
+            "on",
+            "--size",
+            "512m",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", super::host::text(&o));
+}
