@@ -23,8 +23,8 @@ pub use environment::{CommandRun, Environment, RebuildFigures};
 pub use plan::{FieldValue, FleetMode, Plan, PlanBuilder, PlanError};
 pub use result::{DirectionFigures, DiskUtil, Figures};
 pub use spec::{
-    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Resync,
-    Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
+    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Rejoin,
+    Resync, Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
 };
 pub use target::{Capabilities, Check, TargetKind, TargetNote, FLEET_AGGREGATE};
 pub use units::{Bytes, Nanos, UnitError};

@@ -129,6 +129,27 @@ pub enum Governor {
     Sleep,
 }
 
+/// What comes back to a rebuilding md array.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
+pub enum Rejoin {
+    /// A fresh disk (`mdadm --add`): md recovers all of it.
+    #[default]
+    #[serde(rename = "fresh")]
+    Fresh,
+    /// The member that left, back after a brief absence (`mdadm --re-add`): with a
+    /// write-intent bitmap md resyncs only the bitmap chunks written while it was away.
+    #[serde(rename = "re-add")]
+    ReAdd,
+}
+
+impl Rejoin {
+    pub fn is_fresh(&self) -> bool {
+        *self == Rejoin::Fresh
+    }
+}
+
 /// md's recovery knobs for a rebuilding array, as `/sys/block/mdX/md/` takes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Rebuild {
@@ -140,6 +161,9 @@ pub struct Rebuild {
     pub sync_speed_max: u32,
     /// `sync_io_depth` (Linux 6.16; default 32): recovery units in flight on a busy array.
     pub sync_io_depth: u32,
+    /// A fresh disk or the member that left (absent from what was stored before).
+    #[serde(default, skip_serializing_if = "Rejoin::is_fresh")]
+    pub rejoin: Rejoin,
 }
 
 impl Default for Rebuild {
@@ -149,6 +173,7 @@ impl Default for Rebuild {
             sync_speed_min: 1_000,
             sync_speed_max: 200_000,
             sync_io_depth: 32,
+            rejoin: Rejoin::Fresh,
         }
     }
 }
@@ -321,6 +346,9 @@ impl ArraySpec {
         if let Some(r) = self.rebuild.filter(|r| r.kernel != Governor::Depth) {
             s.push_str(&format!(" linux-{}", r.kernel));
         }
+        if self.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd) {
+            s.push_str(" re-add");
+        }
         s
     }
 }
@@ -418,6 +446,11 @@ words!(Governor, |s: &str| s.trim().trim_start_matches(['v', 'V']).to_string(), 
     Governor::Depth => "6.16",
     Governor::Drain => "6.15" | "6.1" | "5.15" | "5.10" | "4.19" | "4.1",
     Governor::Sleep => "4.0" | "3.10",
+});
+
+words!(Rejoin, "use fresh (a new disk, recovered whole) or re-add (the member that left, with a bitmap resynced in part)", {
+    Rejoin::Fresh => "fresh" | "new" | "add",
+    Rejoin::ReAdd => "re-add" | "readd",
 });
 
 words!(Bitmap, "use none or internal", {

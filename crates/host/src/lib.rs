@@ -572,8 +572,12 @@ impl HostTarget {
             }
             Action::StripeCache { pages } => set_stripe_cache(*pages)?,
             Action::MdAttr { attr, value } => set_md_attr(attr, value)?,
-            Action::AddDuringFio { members } => {
-                r.recover = Some(recovery::How::Md(members.clone()))
+            Action::AddDuringFio { members, readd } => {
+                r.recover = Some(if *readd {
+                    recovery::How::MdReAdd(members.clone())
+                } else {
+                    recovery::How::Md(members.clone())
+                })
             }
             Action::ReplaceDuringFio { replaces, mnt } => {
                 r.recover = Some(recovery::How::Btrfs {

@@ -22,6 +22,8 @@ use std::time::Instant;
 pub enum How {
     /// `mdadm --add` of these members.
     Md(Vec<String>),
+    /// `mdadm --re-add` of these members (they left; md's bitmap knows what they missed).
+    MdReAdd(Vec<String>),
     /// `btrfs replace` of each missing device, in the file system mounted at `mnt`.
     Btrfs {
         replaces: Vec<BtrfsReplace>,
@@ -94,7 +96,16 @@ impl Recovery {
         if !self.added {
             self.added = true;
             match self.how.clone() {
-                How::Md(members) => self.md_add(&members),
+                // md recovers from the start of the member: a re-add that ends before
+                // the next look (its bitmap flagged little) still has a start and an end.
+                How::Md(members) => {
+                    self.samples.push((t, 0));
+                    self.md_add(&members, "--add")
+                }
+                How::MdReAdd(members) => {
+                    self.samples.push((t, 0));
+                    self.md_add(&members, "--re-add")
+                }
                 How::Btrfs { .. } => {
                     self.samples.push((t, 0));
                     self.start_replace();
@@ -106,14 +117,22 @@ impl Recovery {
             return;
         }
         match &self.how {
-            How::Md(_) => {
+            How::Md(_) | How::MdReAdd(_) => {
                 let mdstat = std::fs::read_to_string("/proc/mdstat").unwrap_or_default();
                 match progress(&mdstat) {
                     Some((done, total)) => {
                         self.samples.push((t, done * 1024));
                         self.total = Some(total * 1024);
                     }
-                    None if md_sysfs("degraded").as_deref() == Some("0") => self.finished = Some(t),
+                    None if md_sysfs("degraded").as_deref() == Some("0") => {
+                        self.finished = Some(t);
+                        // md walked the whole member (a re-add past its clean chunks).
+                        if self.total.is_none() {
+                            self.total = md_sysfs("component_size")
+                                .and_then(|k| k.parse::<u64>().ok())
+                                .map(|k| k * 1024);
+                        }
+                    }
                     None => {}
                 }
             }
@@ -121,8 +140,8 @@ impl Recovery {
         }
     }
 
-    fn md_add(&mut self, members: &[String]) {
-        let mut argv = vec!["mdadm".to_string(), MD.into(), "--add".into()];
+    fn md_add(&mut self, members: &[String], how: &str) {
+        let mut argv = vec!["mdadm".to_string(), MD.into(), how.into()];
         argv.extend(members.iter().cloned());
         let t0 = Instant::now();
         let out = Command::new(&argv[0]).args(&argv[1..]).output();
@@ -345,6 +364,17 @@ mod tests {
         assert_eq!(
             (f.mib_s, f.seconds, f.seconds_full),
             (10.0, Some(6.0), Some(6.0))
+        );
+        // A re-add that ended before the first look: from the add (1 s) to the end (2 s),
+        // md's walk over the whole 1 GiB member.
+        let mut r = Recovery::new(How::MdReAdd(vec![]), Instant::now());
+        r.samples = vec![(1.0, 0)];
+        r.finished = Some(2.0);
+        r.total = Some(1 << 30);
+        let f = r.figures().unwrap();
+        assert_eq!(
+            (f.mib_s, f.seconds, f.seconds_full),
+            (1024.0, Some(2.0), Some(2.0))
         );
     }
 }

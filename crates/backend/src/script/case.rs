@@ -5,7 +5,7 @@
 use super::{
     argv, array_device, md_level, run, Action, BtrfsReplace, Paths, Phase, Step, Undo, MD,
 };
-use raidlab_core::{ArrayState, Case, Engine, Filesystem, Level, Resync, WriteCache};
+use raidlab_core::{ArrayState, Case, Engine, Filesystem, Level, Rejoin, Resync, WriteCache};
 
 /// The commands for one case, phase by phase. `members` are the member devices (paths, or
 /// `"${DISK[0]}"` references in the script).
@@ -61,6 +61,7 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
             phase: Phase::Fio,
             action: Action::AddDuringFio {
                 members: failed_members(case, members).to_vec(),
+                readd: a.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd),
             },
             opens: None,
             closes: None,
@@ -179,16 +180,18 @@ fn md_create(case: &Case, members: &[String], steps: &mut Vec<Step>) {
     }
     if let (ArrayState::Rebuilding, Some(r)) = (a.state, a.rebuild) {
         // Fresh disks: without md's superblock the members come back as new ones, which
-        // md recovers whole (a write-intent bitmap would let a re-added member skip what
-        // it already holds).
-        let mut z = vec!["mdadm".to_string(), "--zero-superblock".into()];
-        z.extend(failed_members(case, members).iter().cloned());
-        steps.push(Step {
-            phase: Phase::Create,
-            action: argv(z),
-            opens: None,
-            closes: None,
-        });
+        // md recovers whole. A re-added member keeps its superblock: md's write-intent
+        // bitmap lets it skip what it already holds.
+        if r.rejoin == Rejoin::Fresh {
+            let mut z = vec!["mdadm".to_string(), "--zero-superblock".into()];
+            z.extend(failed_members(case, members).iter().cloned());
+            steps.push(Step {
+                phase: Phase::Create,
+                action: argv(z),
+                opens: None,
+                closes: None,
+            });
+        }
         for (attr, value) in [
             ("sync_speed_min", r.sync_speed_min),
             ("sync_speed_max", r.sync_speed_max),

@@ -108,9 +108,10 @@ pub enum Action {
     /// it (`sync_io_depth` is new in 6.16).
     MdAttr { attr: String, value: String },
     /// Add fresh members to the degraded array once the next fio run has started, so md
-    /// recovers them under the workload (`state = "rebuilding"`); the host target records
+    /// recovers them under the workload (`state = "rebuilding"`), or re-add the members
+    /// that left (`readd`: md resyncs what its bitmap flagged); the host target records
     /// the recovery's progress while fio runs.
-    AddDuringFio { members: Vec<String> },
+    AddDuringFio { members: Vec<String>, readd: bool },
     /// btrfs's counterpart: once the next fio run has started, `btrfs replace` each missing
     /// device (by its devid) with a fresh one, one after the other, in the file system
     /// mounted at `mnt`; the host target records the recovery as for md.
@@ -191,12 +192,19 @@ impl Step {
                 "f=/sys/block/$(basename $(readlink -f {MD}))/md/{attr}; [[ -e $f ]] && echo {} > $f",
                 shell_word(value)
             ),
-            Action::AddDuringFio { members } => {
+            Action::AddDuringFio { members, readd } => {
                 let devs: Vec<String> = members.iter().map(|m| shell_word(m)).collect();
-                format!(
-                    "(sleep 1; mdadm {MD} --add {}) &  # md recovers them while fio runs",
-                    devs.join(" ")
-                )
+                if *readd {
+                    format!(
+                        "(sleep 1; mdadm {MD} --re-add {}) &  # md resyncs what its bitmap flagged while fio runs",
+                        devs.join(" ")
+                    )
+                } else {
+                    format!(
+                        "(sleep 1; mdadm {MD} --add {}) &  # md recovers them while fio runs",
+                        devs.join(" ")
+                    )
+                }
             }
             Action::ReplaceDuringFio { replaces, mnt } => {
                 let each: Vec<String> = replaces

@@ -43,9 +43,10 @@ const KERNEL: Key = Key::new("kernel", "kernel regime");
 const SYNC_SPEED_MIN: Key = Key::new("sync_speed_min", "speed in KiB/s").within(1, 100_000_000);
 const SYNC_SPEED_MAX: Key = Key::new("sync_speed_max", "speed in KiB/s").within(1, 100_000_000);
 const SYNC_IO_DEPTH: Key = Key::new("sync_io_depth", "depth").within(1, 4096);
+const REJOIN: Key = Key::new("rejoin", "what rejoins");
 
 /// The fields of an `[arrays]` table, in the order its errors name them.
-pub(super) const ARRAY_KEYS: [Key; 16] = [
+pub(super) const ARRAY_KEYS: [Key; 17] = [
     ENGINE,
     LEVEL,
     LAYOUT,
@@ -62,6 +63,7 @@ pub(super) const ARRAY_KEYS: [Key; 16] = [
     SYNC_SPEED_MIN,
     SYNC_SPEED_MAX,
     SYNC_IO_DEPTH,
+    REJOIN,
 ];
 
 impl<'a> Cx<'a> {
@@ -265,6 +267,18 @@ impl<'a> Cx<'a> {
         if let Some((kernel, s)) = self.single::<Governor>(t, prefix, KERNEL)? {
             rebuild.kernel = kernel;
             rebuild_field = rebuild_field.or(Some((KERNEL, s)));
+        }
+        if let Some((rejoin, s)) = self.single::<Rejoin>(t, prefix, REJOIN)? {
+            rebuild.rejoin = rejoin;
+            rebuild_field = rebuild_field.or(Some((REJOIN, s.clone())));
+            if rejoin == Rejoin::ReAdd && bitmap != Bitmap::Internal {
+                return Err(self.err(
+                    s,
+                    &REJOIN.at(prefix),
+                    Some("\"re-add\"".into()),
+                    "md re-adds a member in part only with a write-intent bitmap (without one `mdadm --re-add` is refused and the member recovered whole): add bitmap = \"internal\", or use rejoin = \"fresh\"",
+                ));
+            }
         }
         for (key, slot) in [
             (SYNC_SPEED_MIN, &mut rebuild.sync_speed_min),

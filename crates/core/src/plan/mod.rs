@@ -14,8 +14,8 @@
 use crate::case::{Case, DiskSet};
 use crate::disk::{DiskModel, DiskParams};
 use crate::spec::{
-    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Resync,
-    Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
+    ArraySpec, ArrayState, Bitmap, Engine, Filesystem, Governor, Layout, Level, Rebuild, Rejoin,
+    Resync, Scheduler, WriteCache, DEFAULT_STRIPE_CACHE,
 };
 use crate::target::TargetKind;
 use crate::units::{Bytes, Nanos};

@@ -293,5 +293,5 @@ macro_rules! words {
 }
 words!(
     Engine, Level, Layout, Rw, Filesystem, WriteCache, Bitmap, Resync, Scheduler, ArrayState,
-    Governor
+    Governor, Rejoin
 );

@@ -572,6 +572,24 @@ fn rebuild_fields_and_their_rules() {
     let one = with("state = \"degraded\"").unwrap();
     let one_explicit = with("state = \"degraded\"\nfailed = 1").unwrap();
     assert_eq!(one.cases()[0].id, one_explicit.cases()[0].id);
+    // A re-added member: md's knob, in the label; a fresh one (the default) keeps the id
+    // a rebuilding case had before the field existed.
+    let readd = with("state = \"rebuilding\"\nbitmap = \"internal\"\nrejoin = \"re-add\"").unwrap();
+    let c = &readd.cases()[0];
+    assert_eq!(c.array.rebuild.unwrap().rejoin, crate::Rejoin::ReAdd);
+    assert!(
+        c.array.label().ends_with("rebuilding re-add"),
+        "{}",
+        c.array.label()
+    );
+    let fresh = with("state = \"rebuilding\"\nbitmap = \"internal\"").unwrap();
+    let fresh_explicit =
+        with("state = \"rebuilding\"\nbitmap = \"internal\"\nrejoin = \"fresh\"").unwrap();
+    assert_eq!(fresh.cases()[0].id, fresh_explicit.cases()[0].id);
+    assert_ne!(fresh.cases()[0].id, c.id);
+    assert!(!serde_json::to_string(&fresh.cases()[0].array)
+        .unwrap()
+        .contains("rejoin"));
     assert_ne!(
         one.cases()[0].id,
         with("state = \"degraded\"\nfailed = 2").unwrap().cases()[0].id
@@ -607,6 +625,21 @@ fn rebuild_fields_and_their_rules() {
             "state = \"rebuilding\"\nsync_io_depth = 0",
             "arrays.sync_io_depth",
             "use 1 to 4096",
+        ),
+        (
+            "state = \"rebuilding\"\nrejoin = \"re-add\"",
+            "arrays.rejoin",
+            "only with a write-intent bitmap",
+        ),
+        (
+            "state = \"degraded\"\nbitmap = \"internal\"\nrejoin = \"re-add\"",
+            "arrays.rejoin",
+            "for rebuilding arrays",
+        ),
+        (
+            "state = \"rebuilding\"\nrejoin = \"same\"",
+            "arrays.rejoin",
+            "use fresh (a new disk",
         ),
     ] {
         let e = with(fields).unwrap_err();

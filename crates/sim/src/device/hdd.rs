@@ -476,9 +476,10 @@ impl Hdd {
         let cache_pressure = self.cache_pressure();
         let mut best: Option<Choice> = None;
         let revs = self.revs_at(now);
-        // The oldest command past the age limit, if any, goes first.
+        // The oldest command past the age limit, if any, goes first. (Driven by the wall
+        // clock, `crates/timed`, a wake's model time may precede a later arrival.)
         let aged = (0..self.queue.len())
-            .filter(|&i| now - self.queue[i].accepted >= AGE_LIMIT)
+            .filter(|&i| now.saturating_sub(self.queue[i].accepted) >= AGE_LIMIT)
             .min_by_key(|&i| self.queue[i].accepted);
         for i in 0..self.queue.len().min(SPTF_WINDOW) {
             if aged.is_some_and(|a| a != i) {

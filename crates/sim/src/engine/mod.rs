@@ -23,7 +23,7 @@ use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{
-    ArraySpec, ArrayState, Case, Engine as FsEngine, Layout, Level, Nanos, Rebuild, Rw,
+    ArraySpec, ArrayState, Case, Engine as FsEngine, Layout, Level, Nanos, Rebuild, Rejoin, Rw,
     DEFAULT_STRIPE_CACHE,
 };
 use rand::{Rng, SeedableRng};
@@ -230,6 +230,8 @@ pub struct SyncRun {
     /// Member offset the sync started from, and the one it completed to.
     pub from: u64,
     pub done: u64,
+    /// Where it ends (the member's size, or less: a btrfs replace, a re-add).
+    pub size: u64,
     /// Member bytes synced during the measured window (ramp excluded).
     pub measured: u64,
     /// The window's length.
@@ -496,6 +498,20 @@ fn touched(g: &Geometry, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)>
 }
 
 /// What md's bitmap covers: each member's data for raid1/5/6, the array for raid10.
+/// The start of each member a re-added member resyncs: the bitmap chunks written while
+/// it was away, which the workload's region (laid out or written before it returned)
+/// covers, rounded out to whole chunks in the bitmap's space (member bytes on raid5/6,
+/// array bytes elsewhere). md walks past the clean chunks at once.
+fn readd_span(spec: &ArraySpec, geo: &Geometry, end: u64) -> u64 {
+    let share =
+        |bytes: u64| (bytes as f64 / spec.capacity_fraction() / spec.disks as f64).ceil() as u64;
+    let span = match geo.level {
+        Level::Raid5 | Level::Raid6 => share(end).div_ceil(bitmap::CHUNK) * bitmap::CHUNK,
+        _ => share(end.div_ceil(bitmap::CHUNK) * bitmap::CHUNK),
+    };
+    span.min(geo.member)
+}
+
 fn bitmap_space(g: &Geometry) -> u64 {
     match g.level {
         Level::Raid10 => g.member * g.disks as u64 / g.copies() as u64,
@@ -561,7 +577,13 @@ impl<D: Member> Engine<D> {
                 crate::btrfs::replace_pace(),
             ))
         } else if recovering {
-            Some(Resync::new(0, geo.member, rebuild_pace(spec)))
+            let readd = spec.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd);
+            let size = if readd {
+                readd_span(spec, &geo, w.offset.0 + w.size.0)
+            } else {
+                geo.member
+            };
+            Some(Resync::new(0, size, rebuild_pace(spec)))
         } else {
             initial.then(|| Resync::new(0, geo.member, Pace::initial()))
         };
@@ -749,6 +771,7 @@ impl<D: Member> Engine<D> {
                 SyncRun {
                     from: r.start,
                     done: r.done,
+                    size: r.size,
                     measured: r.done - at_start,
                     window: self.end - self.measure_from,
                     finished_at: r.finished_at,
