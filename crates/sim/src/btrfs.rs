@@ -37,8 +37,11 @@ use raidlab_core::{ArraySpec, Bitmap, Bytes, Engine, Governor, Layout, Level};
 pub const STRIPE_LEN: u64 = 64 << 10;
 /// A data block group's size on file systems above 10 GiB.
 pub const BLOCK_GROUP: u64 = 1 << 30;
-/// Stripes a replace keeps in flight.
-pub const REPLACE_WINDOWS: u32 = 8;
+/// A replace's reads in Linux 6.1 (`fs/btrfs/scrub.c`): bios of up to
+/// `SCRUB_SECTORS_PER_BIO` (32) sectors of 4 KiB, up to `SCRUB_BIOS_PER_SCTX` (64) of them
+/// in flight, each written to the new device as it completes.
+pub const REPLACE_UNIT: u64 = 128 << 10;
+pub const REPLACE_WINDOWS: u32 = 64;
 
 /// The md-shaped spec of a btrfs array (an md spec is returned as it is).
 pub fn md_equivalent(spec: &ArraySpec) -> ArraySpec {
@@ -74,9 +77,9 @@ pub fn allocated_per_member(spec: &ArraySpec, end: u64) -> u64 {
     (raw.ceil() as u64).div_ceil(BLOCK_GROUP) * BLOCK_GROUP
 }
 
-/// How a `btrfs replace` proceeds: in stripes of `BTRFS_STRIPE_LEN`, REPLACE_WINDOWS of them
-/// in flight, never paced by load (btrfs has no sync speed limit by default, and does
-/// not yield to other I/O).
+/// How a `btrfs replace` proceeds (Linux 6.1): in reads of [`REPLACE_UNIT`],
+/// [`REPLACE_WINDOWS`] of them in flight, never paced by load (btrfs has no sync speed
+/// limit by default, and does not yield to other I/O).
 pub fn replace_pace() -> Pace {
     Pace {
         governor: Governor::Depth,
@@ -84,7 +87,7 @@ pub fn replace_pace() -> Pace {
         max: u32::MAX,
         depth_bytes: u64::MAX,
         windows: REPLACE_WINDOWS,
-        unit: STRIPE_LEN,
+        unit: REPLACE_UNIT,
         governed: false,
     }
 }

@@ -263,9 +263,9 @@ fn btrfs_replace(size: &str) -> raidlab_core::Case {
 /// btrfs replace copies the device extents in use, not the whole member, and nothing
 /// paces it: 8 GiB of data on a four-device raid1 is 4 GiB per member, copied within
 /// the run; a whole idle member goes at the disk's own rate in every zone (no
-/// `sync_speed_max`: 11 % faster than md's capped recovery of the same disk); and under
-/// load the disk's age limit still serves the workload's far reads within about a second
-/// while the copy streams past them.
+/// `sync_speed_max`: faster than md's capped recovery of the same disk); and under load
+/// the elevator's deadline and the disk's age limit still serve the workload's far reads
+/// within about 1.5 s while the copy streams past them.
 #[test]
 fn btrfs_replace_copies_what_is_allocated_at_the_disks_rate() {
     let case = btrfs_replace("8g");
@@ -294,14 +294,14 @@ fn btrfs_replace_copies_what_is_allocated_at_the_disks_rate() {
         idle < md_theory * 0.95,
         "{idle:.0} s against md's {md_theory:.0} s"
     );
-    // Under load: the workload keeps completing reads every second, none waiting much
-    // longer than the drive's age limit (1 s) plus a few services.
+    // Under load: the workload keeps completing reads, none waiting much longer than the
+    // elevator's read deadline (500 ms) and the drive's age limit (1 s) together.
     let out = raidlab_sim::simulate(&case, 1).unwrap();
     let fio = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
     let read = fio.read.expect("reads");
     assert!(read.iops > 4.0, "{}", read.iops);
     let max_ms = read.clat_max_ns.expect("max latency") / 1e6;
-    assert!(max_ms < 1_300.0, "a read waited {max_ms:.0} ms");
+    assert!(max_ms < 1_700.0, "a read waited {max_ms:.0} ms");
 }
 
 /// md re-adds a member that left with only what its write-intent bitmap flagged: the

@@ -497,7 +497,6 @@ fn touched(g: &Geometry, s: u64, e: u64) -> impl Iterator<Item = (usize, usize)>
     })
 }
 
-/// What md's bitmap covers: each member's data for raid1/5/6, the array for raid10.
 /// The start of each member a re-added member resyncs: the bitmap chunks written while
 /// it was away, which the workload's region (laid out or written before it returned)
 /// covers, rounded out to whole chunks in the bitmap's space (member bytes on raid5/6,
@@ -512,6 +511,7 @@ fn readd_span(spec: &ArraySpec, geo: &Geometry, end: u64) -> u64 {
     span.min(geo.member)
 }
 
+/// What md's bitmap covers: each member's data for raid1/5/6, the array for raid10.
 fn bitmap_space(g: &Geometry) -> u64 {
     match g.level {
         Level::Raid10 => g.member * g.disks as u64 / g.copies() as u64,
