@@ -48,12 +48,23 @@ impl Evaluation {
     /// Degraded performance as a share of healthy, the worst workload's (0 without
     /// redundancy: the array is gone).
     pub fn degraded_share(&self) -> f64 {
-        self.healthy
-            .iter()
-            .zip(&self.degraded)
-            .map(|(h, d)| d.map_or(0.0, |d| if *h > 0.0 { d / h } else { 0.0 }))
-            .fold(f64::INFINITY, f64::min)
+        share(&self.healthy, &self.degraded)
     }
+
+    /// Performance while a member rebuilds as a share of healthy, the worst workload's (0
+    /// without redundancy).
+    pub fn rebuilding_share(&self) -> f64 {
+        share(&self.healthy, &self.rebuilding)
+    }
+}
+
+/// The smallest of `other / healthy` over the workloads (0 where `other` is absent).
+fn share(healthy: &[f64], other: &[Option<f64>]) -> f64 {
+    healthy
+        .iter()
+        .zip(other)
+        .map(|(h, d)| d.map_or(0.0, |d| if *h > 0.0 { d / h } else { 0.0 }))
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// The unit of the headline figure of a workload with blocks of `bs`.

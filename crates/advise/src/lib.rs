@@ -114,6 +114,9 @@ pub struct Constraints {
     pub max_loss: Option<f64>,
     /// Degraded performance as a share of healthy (the worst workload), at least.
     pub min_degraded: Option<f64>,
+    /// Performance while a member rebuilds as a share of healthy (the worst workload), at
+    /// least.
+    pub min_rebuilding: Option<f64>,
 }
 
 /// Everything `advise` is asked.

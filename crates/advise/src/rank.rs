@@ -96,6 +96,12 @@ fn cut_by(c: &Constraints, e: &Evaluation) -> Option<String> {
             e.degraded_share() * 100.0
         ));
     }
+    if let Some(s) = c.min_rebuilding.filter(|s| e.rebuilding_share() < *s) {
+        return Some(format!(
+            "--min-rebuilding {s}: keeps {:.0} % of its healthy figure while a member rebuilds",
+            e.rebuilding_share() * 100.0
+        ));
+    }
     None
 }
 

@@ -37,6 +37,7 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         max_rebuild_h: a.max_rebuild.map(|n| n.0 as f64 / 3.6e12),
         max_loss: a.max_loss,
         min_degraded: a.min_degraded,
+        min_rebuilding: a.min_rebuilding,
     };
     need.cache = if a.no_cache {
         None
@@ -53,7 +54,8 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
         || a.min_failures != 1
         || a.max_rebuild.is_some()
         || a.max_loss.is_some()
-        || a.min_degraded.is_some();
+        || a.min_degraded.is_some()
+        || a.min_rebuilding.is_some();
     let mut out = std::io::stdout().lock();
     match a.format.as_str() {
         "json" => {

@@ -73,9 +73,9 @@ pub enum Command {
     /// The probability that a layout loses data over the years: a seeded Monte Carlo over
     /// member lifetimes (Weibull), rebuilds and read errors, with MTTDL beside it.
     Risk(RiskArgs),
-    /// Which layout, on these disks, for these workloads: every md layout simulated healthy,
-    /// degraded and rebuilding, cut by your constraints, ranked, with the commands to build
-    /// the pick.
+    /// Which layout, on these disks, for these workloads: every md layout and btrfs profile
+    /// simulated healthy, degraded and rebuilding, cut by your constraints, ranked, with the
+    /// commands to build the pick.
     Advise(Box<AdviseArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
@@ -518,6 +518,11 @@ pub struct AdviseArgs {
     /// Performance with a member gone at least this share of healthy, e.g. 50% or 0.5.
     #[arg(long, value_parser = share)]
     pub min_degraded: Option<f64>,
+    /// Performance while a member rebuilds at least this share of healthy, e.g. 30% (an
+    /// unpaced rebuild, such as btrfs replace, is quick because it takes the disks from
+    /// the workload).
+    #[arg(long, value_parser = share)]
+    pub min_rebuilding: Option<f64>,
     /// Mission time in years (for the probability of losing data).
     #[arg(long, default_value_t = 5.0)]
     pub years: f64,

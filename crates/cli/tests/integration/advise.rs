@@ -514,3 +514,38 @@ fn advise_btrfs_pick_builds_on_loop_devices() {
         "{profile}: {df}"
     );
 }
+
+/// `--min-rebuilding`: btrfs replace rebuilds eight 16 TB disks fast under random writes
+/// only by taking the disks from the workload; asking to keep 30 % of the healthy figure
+/// while a member rebuilds cuts those profiles, naming the share they keep, and the pick
+/// is md's governed raid10 n3.
+#[test]
+fn advise_min_rebuilding_cuts_a_rebuild_that_starves_the_workload() {
+    let _machine = raidlab_testkit::shared();
+    let cache = tempfile::tempdir().unwrap();
+    let entries = advise(
+        cache.path(),
+        &["--min-failures", "2", "--min-rebuilding", "30%"],
+    );
+    let c3 = entries
+        .iter()
+        .find(|e| label(e) == "btrfs raid1c3 ")
+        .expect("btrfs raid1c3 was a candidate");
+    assert_eq!(c3["verdict"], "cut", "{c3}");
+    assert!(
+        c3["by"]
+            .as_str()
+            .unwrap()
+            .starts_with("--min-rebuilding 0.3: keeps "),
+        "{c3}"
+    );
+    let share = |e: &Value| -> f64 {
+        let h = e["healthy"][0].as_f64().unwrap();
+        e["rebuilding"][0].as_f64().unwrap() / h
+    };
+    assert!(share(c3) < 0.3, "{c3}");
+    for e in kept(&entries) {
+        assert!(share(e) >= 0.3, "kept {}: {e}", label(e));
+    }
+    assert_eq!(label(kept(&entries)[0]), "raid10 n3");
+}
