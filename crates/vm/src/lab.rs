@@ -1,9 +1,9 @@
 //! The VM lab's cache: a Debian kernel (unpacked, never installed), its `vmlinux` for a
 //! fast PVH boot, and an uncompressed initramfs with busybox, mdadm, fio, mkfs.xfs,
 //! wipefs/blkid, mkfs.btrfs/btrfs, their libraries and the md/raid/xfs/btrfs/virtio
-//! modules — one directory per kernel version under [`root`]. The raidlab binary's libraries are in the initramfs; the
-//! binary itself is appended at every boot (a second cpio archive), so the guest always
-//! runs the raidlab that started it.
+//! modules — one directory per kernel version under [`root`]. The raidlab binary's
+//! libraries are in the initramfs; the binary itself is appended at every boot (a second
+//! cpio archive), so the guest always runs the raidlab that started it.
 
 use crate::cpio::Cpio;
 use std::collections::BTreeSet;
@@ -75,12 +75,12 @@ impl Lab {
     pub fn initramfs(&self) -> PathBuf {
         self.dir.join("initramfs.cpio")
     }
-    /// What `lab build` recorded (package, modules, tools and their versions).
     /// Whether the lab's initramfs has the program `name` (`lab.json`'s tools).
     pub fn has_tool(&self, name: &str) -> bool {
         self.info()["tools"].get(name).is_some()
     }
 
+    /// What `lab build` recorded (package, modules, tools and their versions).
     pub fn info(&self) -> serde_json::Value {
         std::fs::read(self.dir.join("lab.json"))
             .ok()
