@@ -91,8 +91,9 @@ impl Point {
         self.rw == Rw::Read && self.bs.0 >= 64 * 1024
     }
 
-    /// Random writes the drive's cache absorbed (the cache known to be on).
-    fn is_cached_random_write(&self) -> bool {
+    /// Random writes the drive's cache absorbed (the cache known to be on): what the
+    /// cache's depth is fitted to.
+    pub fn is_cached_random_write(&self) -> bool {
         self.rw == Rw::RandWrite && self.write_cache == Some(true)
     }
 

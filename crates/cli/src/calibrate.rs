@@ -85,9 +85,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<()> {
                 ", the media rates"
             ),
             (
-                points
-                    .iter()
-                    .any(|p| p.rw == raidlab_core::Rw::RandWrite && p.write_cache == Some(true)),
+                points.iter().any(Point::is_cached_random_write),
                 ", the write cache's depth (cache_commands)"
             ),
         ]
@@ -311,7 +309,7 @@ fn fio(
     size: Bytes,
     pb: &indicatif::ProgressBar,
     done: u64,
-    journal: Option<&mut raidlab_host::journal::Journal>,
+    mut journal: Option<&mut raidlab_host::journal::Journal>,
 ) -> Result<()> {
     pb.set_message(format!("{} on {dev}", r.name));
     let mut fio = std::process::Command::new("fio");
@@ -344,7 +342,6 @@ fn fio(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("starting fio (apt-get install fio)")?;
-    let mut journal = journal;
     if let Some(j) = journal.as_deref_mut() {
         j.started(child.id()).map_err(|e| anyhow!(e))?;
     }

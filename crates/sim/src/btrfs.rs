@@ -31,7 +31,7 @@
 //! own RAID56 stripe cache, and block groups smaller than 1 GiB on small file systems.
 
 use crate::resync::Pace;
-use raidlab_core::{ArraySpec, Bitmap, Bytes, Engine, Governor, Layout, Level};
+use raidlab_core::{ArraySpec, Bitmap, Bytes, Engine, Layout, Level};
 
 /// btrfs's stripe unit (`BTRFS_STRIPE_LEN`).
 pub const STRIPE_LEN: u64 = 64 << 10;
@@ -82,13 +82,12 @@ pub fn allocated_per_member(spec: &ArraySpec, end: u64) -> u64 {
 /// limit by default, and does not yield to other I/O).
 pub fn replace_pace() -> Pace {
     Pace {
-        governor: Governor::Depth,
+        governor: None,
         min: 0,
         max: u32::MAX,
         depth_bytes: u64::MAX,
         windows: REPLACE_WINDOWS,
         unit: REPLACE_UNIT,
-        governed: false,
     }
 }
 

@@ -61,7 +61,8 @@ pub enum Next {
 /// it have in flight.
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
-    pub governor: Governor,
+    /// md's governor; `None`: nothing paces the sync (btrfs replace).
+    pub governor: Option<Governor>,
     /// `sync_speed_min` / `sync_speed_max`, KiB/s.
     pub min: u32,
     pub max: u32,
@@ -69,10 +70,9 @@ pub struct Pace {
     pub depth_bytes: u64,
     /// Windows md's buffers allow in flight at once.
     pub windows: u32,
-    /// Bytes of the member per window: md's check window ([`STEP`]), or btrfs's stripe.
+    /// Bytes of the member per window: md's check window ([`STEP`]), or btrfs replace's
+    /// read.
     pub unit: u64,
-    /// Whether md's governor paces it (`false`: btrfs replace, which nothing paces).
-    pub governed: bool,
 }
 
 impl Pace {
@@ -80,13 +80,12 @@ impl Pace {
     /// the 4.1–6.15 governor, md's default limits.
     pub fn initial() -> Pace {
         Pace {
-            governor: Governor::Drain,
+            governor: Some(Governor::Drain),
             min: SPEED_MIN,
             max: SPEED_MAX,
             depth_bytes: STEP,
             windows: 1,
             unit: STEP,
-            governed: true,
         }
     }
 }
@@ -184,9 +183,9 @@ impl Resync {
             }
         }
         let p = self.pace;
-        if !p.governed {
+        let Some(governor) = p.governor else {
             return Next::Go;
-        }
+        };
         let speed = self.speed(now);
         if speed <= p.min as u64 {
             return Next::Go;
@@ -197,7 +196,7 @@ impl Resync {
         if !busy {
             return Next::Go;
         }
-        match p.governor {
+        match governor {
             Governor::Sleep => Next::Sleep,
             Governor::Drain => Next::Drain,
             Governor::Depth if self.in_flight as u64 * p.unit >= p.depth_bytes => Next::Drain,
@@ -212,13 +211,12 @@ mod tests {
 
     fn pace(governor: Governor) -> Pace {
         Pace {
-            governor,
+            governor: Some(governor),
             min: SPEED_MIN,
             max: SPEED_MAX,
             depth_bytes: 2 * STEP,
             windows: 16,
             unit: STEP,
-            governed: true,
         }
     }
 

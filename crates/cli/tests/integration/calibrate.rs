@@ -201,21 +201,7 @@ fn device_sweep_measures_under_the_guards() {
         text.contains("capacity = \"1g\""),
         "the device's size: {text}"
     );
-    let o = lab.raidlab(
-        &[
-            "sim",
-            "--disks",
-            "1",
-            "--level",
-            "single",
-            "--disk",
-            model.to_str().unwrap(),
-            "--size",
-            "512m",
-        ],
-        &[],
-    );
-    assert!(o.status.success(), "{}", super::host::text(&o));
+    simulates_one_disk(&lab, &model, &[]);
     // Nothing is rewritten: the model file and the measurements stay as they are.
     let o = run(&["--seconds", "1", "--quiet"]);
     assert!(super::host::text(&o).contains("does not overwrite"));
@@ -325,23 +311,24 @@ fn device_sweep_writes_only_on_the_named_drive_and_puts_it_back() {
         text.contains("randwrite 4k qd32×1 whole disk, cache on"),
         "{text}"
     );
-    let o = lab.raidlab(
-        &[
-            "sim",
-            "--disks",
-            "1",
-            "--level",
-            "single",
-            "--disk",
-            model.to_str().unwrap(),
-            "--rw",
-            "randwrite",
-            "--write-cache",
-            "on",
-            "--size",
-            "512m",
-        ],
-        &[],
-    );
+    simulates_one_disk(&lab, &model, &["--rw", "randwrite", "--write-cache", "on"]);
+}
+
+/// `raidlab sim` of one disk of `model` over 512 MiB, with `extra` flags, succeeds: the
+/// model file stands in for a preset.
+fn simulates_one_disk(lab: &super::host::Lab, model: &std::path::Path, extra: &[&str]) {
+    let mut args = vec![
+        "sim",
+        "--disks",
+        "1",
+        "--level",
+        "single",
+        "--disk",
+        model.to_str().unwrap(),
+        "--size",
+        "512m",
+    ];
+    args.extend_from_slice(extra);
+    let o = lab.raidlab(&args, &[]);
     assert!(o.status.success(), "{}", super::host::text(&o));
 }

@@ -797,13 +797,12 @@ fn rebuild_pace(spec: &ArraySpec) -> Pace {
         (32 * (64 << 10) / STEP) as u32
     };
     Pace {
-        governor: r.kernel,
+        governor: Some(r.kernel),
         min: r.sync_speed_min,
         max: r.sync_speed_max,
         depth_bytes: r.sync_io_depth as u64 * unit,
         windows,
         unit: STEP,
-        governed: true,
     }
 }
 
