@@ -250,6 +250,11 @@ impl ArraySpec {
         }
     }
 
+    /// A rebuilding md array that gets back the member that left (`rejoin = "re-add"`).
+    pub fn re_adds(&self) -> bool {
+        self.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd)
+    }
+
     /// Members missing (degraded) or being recovered (rebuilding): none when healthy.
     pub fn failed_members(&self) -> u32 {
         match self.state {
@@ -346,7 +351,7 @@ impl ArraySpec {
         if let Some(r) = self.rebuild.filter(|r| r.kernel != Governor::Depth) {
             s.push_str(&format!(" linux-{}", r.kernel));
         }
-        if self.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd) {
+        if self.re_adds() {
             s.push_str(" re-add");
         }
         s

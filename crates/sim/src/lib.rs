@@ -210,33 +210,32 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     );
     // A re-added member's rebuild is what its bitmap flagged, not the whole member: its
     // own time (extrapolated at the run's speed when it outlasts the run); no idle figure.
-    let readd = case
-        .array
-        .rebuild
-        .is_some_and(|r| r.rejoin == raidlab_core::Rejoin::ReAdd);
+    let readd = case.array.re_adds();
     let rebuild = match (case.array.state, &run.sync) {
-        (ArrayState::Rebuilding, Some(sync)) => Some(RebuildFigures {
-            mib_s: sync.measured as f64 / sync.window.as_secs_f64() / 1_048_576.0,
-            seconds: sync.finished_at.map(|t| t.as_secs_f64()),
-            seconds_full: if readd {
-                let rate = sync.measured as f64 / sync.window.as_secs_f64();
-                sync.finished_at
-                    .map(|t| t.as_secs_f64())
-                    .or_else(|| (rate > 0.0).then(|| (sync.size - sync.from) as f64 / rate))
-            } else {
-                full_rebuild_seconds(case, seed, false)?
-            },
-            seconds_idle: if readd {
-                None
-            } else {
-                full_rebuild_seconds(case, seed, true)?
-            },
-            mib_s_per_second: sync
-                .per_sec
-                .iter()
-                .map(|&b| b as f64 / 1_048_576.0)
-                .collect(),
-        }),
+        (ArrayState::Rebuilding, Some(sync)) => {
+            let rate = sync.measured as f64 / sync.window.as_secs_f64();
+            Some(RebuildFigures {
+                mib_s: rate / 1_048_576.0,
+                seconds: sync.finished_at.map(|t| t.as_secs_f64()),
+                seconds_full: if readd {
+                    sync.finished_at
+                        .map(|t| t.as_secs_f64())
+                        .or_else(|| (rate > 0.0).then(|| (sync.size - sync.from) as f64 / rate))
+                } else {
+                    full_rebuild_seconds(case, seed, false)?
+                },
+                seconds_idle: if readd {
+                    None
+                } else {
+                    full_rebuild_seconds(case, seed, true)?
+                },
+                mib_s_per_second: sync
+                    .per_sec
+                    .iter()
+                    .map(|&b| b as f64 / 1_048_576.0)
+                    .collect(),
+            })
+        }
         _ => None,
     };
     let model_json = serde_json::to_value(&model).expect("model serialises");

@@ -61,7 +61,7 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
             phase: Phase::Fio,
             action: Action::AddDuringFio {
                 members: failed_members(case, members).to_vec(),
-                readd: a.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd),
+                readd: a.re_adds(),
             },
             opens: None,
             closes: None,

@@ -23,7 +23,7 @@ use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
 use raidlab_core::{
-    ArraySpec, ArrayState, Case, Engine as FsEngine, Layout, Level, Nanos, Rebuild, Rejoin, Rw,
+    ArraySpec, ArrayState, Case, Engine as FsEngine, Layout, Level, Nanos, Rebuild, Rw,
     DEFAULT_STRIPE_CACHE,
 };
 use rand::{Rng, SeedableRng};
@@ -577,8 +577,7 @@ impl<D: Member> Engine<D> {
                 crate::btrfs::replace_pace(),
             ))
         } else if recovering {
-            let readd = spec.rebuild.is_some_and(|r| r.rejoin == Rejoin::ReAdd);
-            let size = if readd {
+            let size = if spec.re_adds() {
                 readd_span(spec, &geo, w.offset.0 + w.size.0)
             } else {
                 geo.member
