@@ -359,7 +359,7 @@ fn failures(s: &mut String, groups: &Groups) {
     if !groups.values().flatten().any(|r| failing(r)) {
         return;
     }
-    s.push_str("<h2>Failures and rebuilds</h2><p class=\"note\">Whole-member rebuild times are extrapolated: md's recovery speed sampled across the member, loaded (the workload running) and idle. The probability of losing data is <code>raidlab risk</code>'s Monte Carlo (10⁵ trials) with its defaults: AFR 1.57 % (Backblaze 2024), Weibull shape 1.12 (Elerath &amp; Pecht 2009), 1e-15 unrecoverable read errors per bit, 5 years, each rebuild as long as this case's.</p>");
+    s.push_str("<h2>Failures and rebuilds</h2><p class=\"note\">Whole-member rebuild times are extrapolated: the recovery's speed (md's, or btrfs replace's) sampled across the member, loaded (the workload running) and idle; a re-added member's is its own resync. The probability of losing data is <code>raidlab risk</code>'s Monte Carlo (10⁵ trials) with its defaults: AFR 1.57 % (Backblaze 2024), Weibull shape 1.12 (Elerath &amp; Pecht 2009), 1e-15 unrecoverable read errors per bit, 5 years, each rebuild as long as this case's.</p>");
     for (key, rs) in groups {
         if !rs.iter().any(|r| failing(r)) {
             continue;
