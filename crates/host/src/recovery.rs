@@ -95,21 +95,13 @@ impl Recovery {
         let t = self.since(Instant::now());
         if !self.added {
             self.added = true;
+            // Every recovery starts at the member's start: one that ends before the next
+            // look (a re-add whose bitmap flagged little) still has a start and an end.
+            self.samples.push((t, 0));
             match self.how.clone() {
-                // md recovers from the start of the member: a re-add that ends before
-                // the next look (its bitmap flagged little) still has a start and an end.
-                How::Md(members) => {
-                    self.samples.push((t, 0));
-                    self.md_add(&members, "--add")
-                }
-                How::MdReAdd(members) => {
-                    self.samples.push((t, 0));
-                    self.md_add(&members, "--re-add")
-                }
-                How::Btrfs { .. } => {
-                    self.samples.push((t, 0));
-                    self.start_replace();
-                }
+                How::Md(members) => self.md_add(&members, "--add"),
+                How::MdReAdd(members) => self.md_add(&members, "--re-add"),
+                How::Btrfs { .. } => self.start_replace(),
             }
             return;
         }
