@@ -431,10 +431,10 @@ fn md_degraded_in_one_boot() {
 /// while the machine's two cores also compiled and booted another guest: md's
 /// `sync_speed_min` (1000 KiB/s) is the rate below which md stops yielding to the
 /// workload, not one a starved guest always reaches. So the checks are that the recovery
-/// keeps at least half of that floor, and the simulated raid1 recovery within ×4 of the
-/// guest's. raid5's and raid6's recoveries run three to five times faster
-/// in the guest than simulated (docs/vm-lab.md says why: md's idle test and the block layer's merging of
-/// sync requests, neither modelled yet); here they must only keep half the floor.
+/// keeps at least half of that floor, and the simulated recovery within ×4 of the
+/// guest's on raid1 and ×2 on the others (the simulator merges md's sync requests, reads a
+/// fresh member only below md's last checkpoint, and counts busy members as md's idle test
+/// before 6.16 does: docs/vm-lab.md).
 #[test]
 fn md_rebuild_in_one_boot() {
     let Some(_g) = booting() else {
@@ -464,31 +464,28 @@ fn md_rebuild_in_one_boot() {
             (0.9e9..1.08e9).contains(&member),
             "{label}: {full:.0} s at {a:.2} MiB/s is {member:.3e} bytes, not the member's"
         );
-        if vm["level"] == "raid1" {
-            assert!(
-                b >= a / 4.0 && b <= a * 4.0,
-                "{label}: simulated recovery {b:.2} MiB/s, the guest's {a:.2}: not within ×4"
-            );
-        }
+        // raid1's recovery varies by a factor of four from boot to boot in the guest;
+        // raid5's, raid6's and raid10's by less than two (docs/vm-lab.md, "Rebuilding").
+        let factor = if vm["level"] == "raid1" { 4.0 } else { 2.0 };
+        assert!(
+            b >= a / factor && b <= a * factor,
+            "{label}: simulated recovery {b:.2} MiB/s, the guest's {a:.2}: not within ×{factor}"
+        );
     }
-    // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6 (below), but
-    // raid10, whose barrier makes the
-    // workload and the recovery take turns. The guest gave 76.6, 85.9, 84.3 and 78.2
-    // IOPS; the simulator with the barrier 111.4 (without it, 162.7): 30–45 % high, held
-    // within +60 % / −15 % (the guest varies from boot to boot).
+    // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6, and on
+    // raid10 +45 % / −15 %: the guest gave 76.6–85.9 IOPS over seven runs, the simulator
+    // 98.5 (111.4 before md's merged sync requests and barrier waits were modelled, 162.7
+    // without the barrier); raid6 111.9–122.1 against 136.4 (docs/vm-lab.md).
     assert_eq!(v.len(), s.len());
     for ((l, lay, rw, a), (l2, _, _, b)) in v.iter().zip(&s) {
         assert_eq!(l, l2);
         let what = format!("sim predicting vm, {l} {lay} {rw} while rebuilding");
         if l == "raid10" {
             assert!(
-                *b <= a * 1.6 && *b >= a * 0.85,
+                *b <= a * 1.45 && *b >= a * 0.85,
                 "{what}: {b:.1} IOPS, the guest's {a:.1}"
             );
         } else if l == "raid5" || l == "raid6" {
-            // The guest's recovery runs three to five times faster than simulated and
-            // takes that much more from the workload: the simulator comes out 1–16 % high
-            // (raid6: 111.9–122.1 IOPS in the guest over five runs, 129.4 simulated).
             within(&what, *b, *a, 0.25);
         } else {
             within(&what, *b, *a, 0.15);

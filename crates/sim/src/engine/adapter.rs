@@ -14,7 +14,7 @@ impl<D: Member> Engine<D> {
             if self.adapter.limited() {
                 self.adapter_release();
             }
-            self.op_done(tag as u32);
+            self.op_done(tag);
         }
         debug_assert_eq!(self.done.len(), end);
         self.done.truncate(base);

@@ -3,90 +3,164 @@
 
 use super::*;
 
+/// The largest request the block layer builds from merged sync bios: `max_sectors_kb`'s
+/// default (`BLK_DEF_MAX_SECTORS`, 2560 sectors).
+pub(super) const MERGE_MAX: u64 = 1280 << 10;
+
 impl<D: Member> Engine<D> {
     /// md's sync thread: issue windows while its governor and buffers allow, checking its
     /// speed after each as `md_do_sync` does (see `resync.rs`).
+    ///
+    /// What it issues without waiting in between reaches each member as one request, up
+    /// to the member's `max_sectors_kb` ([`MERGE_MAX`]): `md_do_sync` (and raid5d, which
+    /// submits a raid5/6 sync's stripes) holds a block plug, and the block layer merges
+    /// the contiguous bios under it until the thread sleeps. So a sync that goes on
+    /// without waiting costs its members few, large commands; one that waits after each
+    /// window, one command per window. (Not for raid6's initial resync, whose parity
+    /// members change from chunk to chunk, nor for btrfs replace, which issues its own
+    /// reads.)
     pub(super) fn resync_pump(&mut self) {
-        let busy = self.foreground;
+        self.resync_go(None);
+    }
+
+    /// `resync_pump`, after a window that waited at the barrier has passed it: md's sync
+    /// thread returns from `raise_barrier`, sends that window and checks its speed, as
+    /// after any other.
+    pub(super) fn resync_go(&mut self, passed: Option<(u64, u64)>) {
+        let merges = !self.replacing && (self.recovering || self.geo.level != Level::Raid6);
+        let pace = self.resync.as_ref().expect("resync").pace();
+        // A burst is at most half of md's sync buffers, so that one half is read while
+        // the other is written (an idle array rebuilds at its members' rate).
+        let largest = ((pace.windows as u64 / 2).max(1) * pace.unit).min(MERGE_MAX);
+        let mut group = passed;
+        let mut look = passed.is_some();
         loop {
+            if look {
+                look = false;
+                let now = self.now;
+                let r = self.resync.as_mut().expect("resync");
+                let (foreground, idle_test) = (self.foreground, &mut self.idle_test);
+                let busy = || match idle_test {
+                    Some(t) => t.busy(),
+                    None => foreground,
+                };
+                match r.check(now, busy) {
+                    Next::Go => {}
+                    Next::Drain => {
+                        r.draining = true;
+                        break;
+                    }
+                    Next::Sleep => {
+                        r.sleeping = true;
+                        self.schedule(now + resync::BACKOFF, Ev::ResyncWake);
+                        break;
+                    }
+                }
+            }
             let r = self.resync.as_mut().expect("resync");
             // The sync thread sleeps in raise_barrier while host I/O drains.
             if !r.can_issue() || self.barrier.window.is_some() {
-                return;
+                break;
+            }
+            // A full request goes first.
+            if let Some((at, l)) = group {
+                if !merges || l + r.next_len() > largest {
+                    self.resync_window(at, l);
+                    group = None;
+                    continue;
+                }
             }
             let (offset, len) = r.issue();
-            self.raise_barrier(offset, len);
-            let now = self.now;
-            let r = self.resync.as_mut().expect("resync");
-            match r.check(now, busy) {
-                Next::Go => {}
-                // (A window may have completed at once, from a drive's cache.)
-                Next::Drain if r.in_flight == 0 => {}
-                Next::Drain => {
-                    r.draining = true;
-                    return;
-                }
-                Next::Sleep => {
-                    r.sleeping = true;
-                    self.schedule(now + resync::BACKOFF, Ev::ResyncWake);
-                    return;
-                }
+            if !self.raise_barrier(offset, len) {
+                // The thread sleeps at the barrier: what it issued goes now.
+                break;
             }
+            group = match group {
+                Some((at, l)) => {
+                    debug_assert_eq!(at + l, offset, "windows follow each other");
+                    Some((at, l + len))
+                }
+                None => Some((offset, len)),
+            };
+            look = true;
+        }
+        if let Some((at, len)) = group {
+            self.resync_window(at, len);
         }
     }
 
-    /// Whether sync windows raise raid10's barrier: during md's recovery (btrfs has no
-    /// such barrier). md raises it for
+    /// Whether sync windows raise raid10's or raid1's barrier: during md's recovery (btrfs
+    /// has no such barrier). md raises it for
     /// the initial resync too, but the VM lab's kernel loses a fifth of its IOPS to a
     /// raid10 resync (as the model without it predicts) and half to a recovery (as it
     /// does with it); docs/simulator.md has the figures.
     #[inline]
     pub(super) fn barrier_applies(&self) -> bool {
-        self.geo.level == Level::Raid10 && self.recovering && !self.replacing
+        matches!(self.geo.level, Level::Raid10 | Level::Raid1) && self.recovering && !self.replacing
     }
 
-    /// raid10: a sync window raises the barrier, then goes to the members once the host
-    /// I/O inside md has drained (at once when none is). Other levels: at once.
-    fn raise_barrier(&mut self, offset: u64, len: u64) {
+    /// md's `raise_barrier` for one window (raid1, raid10 recovering): it raises the
+    /// barrier once no host I/O waits at it, and passes once the host I/O inside md (in
+    /// its bucket) has drained. Whether it passed at once; if not, the window waits in
+    /// `barrier.window` and goes alone when it passes. Other levels: always at once.
+    fn raise_barrier(&mut self, offset: u64, len: u64) -> bool {
         if !self.barrier_applies() {
-            self.resync_window(offset, len);
-            return;
+            return true;
+        }
+        if !self.barrier.held.is_empty() {
+            self.barrier.window = Some((offset, len));
+            self.barrier.unraised = true;
+            return false;
         }
         self.barrier.raised += 1;
-        if self.barrier.pending > 0 {
+        if self.barrier.pending_at(offset) > 0 {
             self.barrier.window = Some((offset, len));
-        } else {
-            self.resync_window(offset, len);
+            return false;
+        }
+        true
+    }
+
+    /// A host I/O inside md completed; the last one in a waiting request's bucket lets
+    /// it go.
+    pub(super) fn barrier_host_done(&mut self, offset: u64) {
+        if self.barrier.leave(offset) {
+            let passed = self.barrier.window.take().expect("a waiting request");
+            self.resync_go(Some(passed));
         }
     }
 
-    /// raid10: a host I/O inside md completed; the last one lets a waiting window go.
-    pub(super) fn barrier_host_done(&mut self) {
-        self.barrier.pending -= 1;
-        if self.barrier.pending == 0 {
-            if let Some((offset, len)) = self.barrier.window.take() {
-                self.resync_window(offset, len);
-                self.resync_pump();
-            }
-        }
-    }
-
-    /// raid10: a sync window completed; when none holds the barrier any more, the host
-    /// I/Os held at it enter md (before the sync thread raises it again).
-    pub(super) fn lower_barrier(&mut self) {
+    /// A sync request of `windows` completed (raid1, raid10); when none holds the barrier
+    /// any more, the host I/Os held at it enter md (before the sync thread raises it
+    /// again). The window that waited for them, if it passes now.
+    pub(super) fn lower_barrier(&mut self, windows: u32) -> Option<(u64, u64)> {
         if !self.barrier_applies() {
-            return;
+            return None;
         }
-        self.barrier.raised -= 1;
+        self.barrier.raised -= windows;
         if self.barrier.raised > 0 {
-            return;
+            return None;
         }
         // All of them: fio's thread, woken from `wait_barrier`, submits what it holds
         // before md's sync thread, woken by the same completion, raises the barrier again.
         while let Some(host) = self.barrier.held.pop_front() {
-            self.barrier.pending += 1;
+            let offset = self.hosts.get(host).offset;
+            self.barrier.enter(offset);
             self.enter_md(host);
         }
+        // The window that waited for them to stop waiting raises the barrier now, and
+        // waits for them to leave md.
+        if self.barrier.unraised {
+            self.barrier.unraised = false;
+            self.barrier.raised += 1;
+            if self
+                .barrier
+                .window
+                .is_some_and(|(at, _)| self.barrier.pending_at(at) == 0)
+            {
+                return self.barrier.window.take();
+            }
+        }
+        None
     }
 
     /// The sync thread wakes from its sleep.

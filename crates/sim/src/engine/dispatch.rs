@@ -126,14 +126,16 @@ impl<D: Member> Engine<D> {
     }
 
     /// Members md cannot read or write at member offset `at`: a lost member nowhere; a
-    /// member being recovered is read only below the sync point and written everywhere.
+    /// member being recovered is read only below md's last checkpoint
+    /// ([`Resync::readable`]; a btrfs replace's target not until it is done) and written
+    /// everywhere.
     #[inline]
     pub(super) fn lost_at(&self, at: u64) -> Lost {
         if self.failed == 0 {
             return Lost::default();
         }
         match &self.resync {
-            Some(r) if at < r.done => Lost::default(),
+            Some(r) if at < r.readable() && (!self.replacing || r.finished()) => Lost::default(),
             Some(_) => Lost {
                 unreadable: self.failed,
                 unwritable: 0,
@@ -237,15 +239,22 @@ impl<D: Member> Engine<D> {
         // md writes its bitmap pages with PREFLUSH + FUA (`md_super_write`).
         let flush = write && matches!(part.job, Job::BitmapFlush | Job::BitmapClear);
         part.pending = n as u32;
+        let sync = part.job == Job::Resync;
         let base = self.done.len();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
+            if sync {
+                if let Some(t) = self.idle_test.as_mut() {
+                    t.sync(p.disk, p.len, true);
+                }
+            }
             let op = MemberOp {
                 write,
                 flush,
                 offset: p.offset,
                 len: p.len,
-                tag: part_id as u64,
+                // The piece's index above the part's: what completed, for the idle test.
+                tag: part_id as u64 | (i as u64) << 32,
             };
             self.member_submit(p.disk, op);
             if self.done.len() > base {
@@ -254,13 +263,32 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// A member command of a part completed.
+    /// A member command of a part completed (`tag`: the part, and above it the piece).
     #[inline]
-    pub(super) fn op_done(&mut self, part_id: u32) {
+    pub(super) fn op_done(&mut self, tag: u64) {
+        let part_id = tag as u32;
+        if self.idle_test.is_some() {
+            self.count_for_idle_test(part_id, (tag >> 32) as usize);
+        }
         let part = self.parts.get(part_id);
         part.pending -= 1;
         if part.pending == 0 {
             self.phase_done(part_id);
+        }
+    }
+
+    /// md's idle test counts what each member completed: the sync's commands, or the
+    /// workload's (its own, and md's bitmap writes for it).
+    #[inline(never)]
+    fn count_for_idle_test(&mut self, part_id: u32, piece: usize) {
+        let part = self.parts.get(part_id);
+        let p = part.phases[part.phase].1[piece];
+        let sync = part.job == Job::Resync;
+        let t = self.idle_test.as_mut().expect("idle test");
+        if sync {
+            t.sync(p.disk, p.len, false);
+        } else {
+            t.other_done(p.disk, p.len);
         }
     }
 
@@ -286,17 +314,24 @@ impl<D: Member> Engine<D> {
                 return;
             }
             Job::Resync => {
+                // The windows merged into this request, all done at once.
+                let len = part.phases[0].1.first().map_or(0, |p| p.len);
                 self.parts.release(part_id);
                 let now = self.now;
+                let unit = self.resync.as_ref().expect("resync").pace().unit;
+                let windows = len.div_ceil(unit).max(1);
                 if now >= self.measure_from {
                     let sec = ((now - self.measure_from).0 / 1_000_000_000) as usize;
                     if let Some(b) = self.sync_per_sec.get_mut(sec) {
-                        *b += self.resync.as_ref().expect("resync").pace().unit;
+                        *b += windows * unit;
                     }
                 }
-                self.lower_barrier();
-                self.resync.as_mut().expect("resync").complete(now);
-                self.resync_pump();
+                let passed = self.lower_barrier(windows as u32);
+                let r = self.resync.as_mut().expect("resync");
+                for _ in 0..windows {
+                    r.complete(now);
+                }
+                self.resync_go(passed);
                 return;
             }
         }
@@ -343,7 +378,7 @@ impl<D: Member> Engine<D> {
             }
         }
         if self.barrier_applies() {
-            self.barrier_host_done();
+            self.barrier_host_done(host.offset);
         }
         self.issue(host.slot);
     }

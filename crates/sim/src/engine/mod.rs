@@ -18,7 +18,7 @@ use crate::md::{
     needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Lost, Piece, PlanScratch, ROW,
 };
 use crate::queue::{EventQueue, Key};
-use crate::resync::{self, Next, Pace, Resync, STEP};
+use crate::resync::{self, IdleTest, Next, Pace, Resync, STEP};
 use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
@@ -28,7 +28,7 @@ use raidlab_core::{
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 mod adapter;
 mod background;
@@ -325,21 +325,63 @@ struct Blocked {
     end: u64,
 }
 
-/// raid10's resync barrier. md raid10 has one barrier for the whole array (raid1's is
-/// split in 64 MiB buckets since Linux 4.11; raid10's is not): before each sync request
-/// `raise_barrier` blocks new host I/O and waits until the host I/O already inside md has
-/// completed; host I/O waits in `wait_barrier` until every sync request holding the
-/// barrier completed. Under load the sync and the workload take turns on the whole array.
+/// md's resync barrier during a recovery (`raise_barrier` / `wait_barrier` in `raid10.c`
+/// and `raid1.c`): before each sync request `raise_barrier` waits until no host I/O
+/// waits at the barrier (`nr_waiting`), then blocks new host I/O and waits until the host
+/// I/O already inside md has completed; host I/O waits in `wait_barrier` until every sync
+/// request holding the barrier completed. raid10 has one barrier for the whole array, so
+/// under load the sync and the workload take turns on the whole array. raid1's is split
+/// in 64 MiB buckets (since Linux 4.11): a sync request waits only for the host I/O in
+/// its own bucket, and reads never wait at it (`wait_read_barrier` waits only for a
+/// frozen array), so under reads the sync goes whenever its bucket has none in flight.
 #[derive(Debug, Default)]
 struct Barrier {
-    /// Sync windows holding the barrier (raised, not yet completed).
+    /// Sync requests holding the barrier (raised, not yet completed).
     raised: u32,
-    /// Host I/Os inside md (`nr_pending`).
-    pending: u32,
+    /// Host I/Os inside md (`nr_pending`), per bucket (raid10: one).
+    pending: HashMap<u64, u32>,
+    /// raid1: log2 of its buckets' bytes, and reads pass the barrier; raid10: `None`.
+    bucket_bits: Option<u32>,
     /// Host I/Os waiting at the barrier, in arrival order (`nr_waiting`).
     held: VecDeque<u32>,
-    /// A raised window waiting for `pending` to reach 0.
+    /// A request waiting for `pending` in its bucket to reach 0 (raised), or for `held` to
+    /// empty before it may raise (`unraised`).
     window: Option<(u64, u64)>,
+    unraised: bool,
+}
+
+/// raid1's barrier buckets: `BARRIER_UNIT_SECTOR_BITS` (17) of 512-byte sectors.
+const RAID1_BUCKET_BITS: u32 = 26;
+
+impl Barrier {
+    fn bucket(&self, offset: u64) -> u64 {
+        self.bucket_bits.map_or(0, |b| offset >> b)
+    }
+
+    /// Host I/Os inside md in the bucket of `offset`.
+    fn pending_at(&self, offset: u64) -> u32 {
+        self.pending.get(&self.bucket(offset)).copied().unwrap_or(0)
+    }
+
+    /// Whether a host I/O must wait at the raised barrier.
+    fn holds(&self, write: bool) -> bool {
+        self.raised > 0 && (write || self.bucket_bits.is_none())
+    }
+
+    fn enter(&mut self, offset: u64) {
+        *self.pending.entry(self.bucket(offset)).or_default() += 1;
+    }
+
+    /// A host I/O left md: whether the request waiting for its bucket may go now.
+    fn leave(&mut self, offset: u64) -> bool {
+        let b = self.bucket(offset);
+        let p = self.pending.get_mut(&b).expect("a host I/O inside md");
+        *p -= 1;
+        !self.unraised
+            && self
+                .window
+                .is_some_and(|(at, _)| self.bucket(at) == b && self.pending_at(at) == 0)
+    }
 }
 
 /// A host write waiting for the bitmap flush that covers its bits.
@@ -424,9 +466,12 @@ pub struct Engine<D> {
     bitmap_waiting: Vec<BitmapWait>,
     /// md's initial resync or recovery, when one runs during the workload.
     resync: Option<Resync>,
-    /// raid10's resync barrier (`raise_barrier` / `wait_barrier` in `raid10.c`): sync
-    /// windows holding it, host I/Os inside md, host I/Os held at the barrier, and a
-    /// window waiting for the host I/Os inside to drain before it goes to the members.
+    /// How md tells a busy array where the kernel counts sectors per member (before
+    /// 6.16); `None` where any I/O of the workload's makes it busy.
+    idle_test: Option<IdleTest>,
+    /// raid1's and raid10's resync barrier during a recovery (`raise_barrier` /
+    /// `wait_barrier`): sync windows holding it, host I/Os inside md, host I/Os held at
+    /// the barrier, and a window waiting before it goes to the members.
     barrier: Barrier,
     measure_from: Nanos,
     end: Nanos,
@@ -582,10 +627,19 @@ impl<D: Member> Engine<D> {
             } else {
                 geo.member
             };
-            Some(Resync::new(0, size, rebuild_pace(spec)))
+            Some(Resync::new(0, size, rebuild_pace(spec)).checkpoints_of(geo.member))
         } else {
             initial.then(|| Resync::new(0, geo.member, Pace::initial()))
         };
+        let idle_test = resync
+            .as_ref()
+            .filter(|r| {
+                matches!(
+                    r.pace().governor,
+                    Some(raidlab_core::Governor::Drain | raidlab_core::Governor::Sleep)
+                )
+            })
+            .map(|_| IdleTest::new(spec.disks as usize));
         // The members gone or being recovered: the last ones (raid5's initial resync
         // recovers its last member too).
         let gone = if initial && spec.level == Level::Raid5 {
@@ -641,7 +695,10 @@ impl<D: Member> Engine<D> {
             bitmap,
             bitmap_waiting: Vec::new(),
             resync,
-            barrier: Barrier::default(),
+            barrier: Barrier {
+                bucket_bits: (spec.level == Level::Raid1).then_some(RAID1_BUCKET_BITS),
+                ..Barrier::default()
+            },
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),
@@ -661,6 +718,7 @@ impl<D: Member> Engine<D> {
             recovering,
             replacing,
             foreground: true,
+            idle_test,
             sync_at_measure: None,
             sync_per_sec: vec![0; seconds],
         }
@@ -668,11 +726,17 @@ impl<D: Member> Engine<D> {
 
     /// Recover a whole member from offset `at` (the members below it are already
     /// rebuilt, and a btrfs replace finds every byte allocated): to sample a full
-    /// rebuild's speed there.
+    /// rebuild's speed there. The sample stands for the middle of a long recovery, under
+    /// a workload that has long been running: md's first look finds the array busy (a
+    /// fresh start would run unchecked until the workload completed 64 sectors on some
+    /// member, and that burst would weigh in md's speed for its first 30 s).
     pub fn rebuild_from(mut self, at: u64) -> Self {
         let member = self.geo.member;
         if let Some(r) = self.resync.as_mut().filter(|_| self.recovering) {
             *r = Resync::new(at.min(member), member, r.pace());
+        }
+        if let Some(t) = self.idle_test.as_mut().filter(|_| self.foreground) {
+            t.prime();
         }
         self
     }
@@ -680,6 +744,9 @@ impl<D: Member> Engine<D> {
     /// Run no fio jobs: time the sync on an idle array.
     pub fn idle(mut self) -> Self {
         self.foreground = false;
+        if let Some(t) = self.idle_test.as_mut() {
+            *t = IdleTest::new(self.devices.len());
+        }
         self
     }
 

@@ -94,11 +94,11 @@ impl<D: Member> Engine<D> {
         });
         self.array_ios[write as usize] += 1;
         if self.barrier_applies() {
-            if self.barrier.raised > 0 {
+            if self.barrier.holds(write) {
                 self.barrier.held.push_back(host);
                 return;
             }
-            self.barrier.pending += 1;
+            self.barrier.enter(offset);
         }
         self.enter_md(host);
     }
