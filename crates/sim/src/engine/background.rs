@@ -112,7 +112,7 @@ impl<D: Member> Engine<D> {
             self.barrier.unraised = true;
             return false;
         }
-        self.barrier.raised += 1;
+        self.barrier.raise(offset);
         if self.barrier.pending_at(offset) > 0 {
             self.barrier.window = Some((offset, len));
             return false;
@@ -151,7 +151,9 @@ impl<D: Member> Engine<D> {
         // waits for them to leave md.
         if self.barrier.unraised {
             self.barrier.unraised = false;
-            self.barrier.raised += 1;
+            if let Some((at, _)) = self.barrier.window {
+                self.barrier.raise(at);
+            }
             if self
                 .barrier
                 .window

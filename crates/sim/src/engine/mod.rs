@@ -332,8 +332,9 @@ struct Blocked {
 /// request holding the barrier completed. raid10 has one barrier for the whole array, so
 /// under load the sync and the workload take turns on the whole array. raid1's is split
 /// in 64 MiB buckets (since Linux 4.11): a sync request waits only for the host I/O in
-/// its own bucket, and reads never wait at it (`wait_read_barrier` waits only for a
-/// frozen array), so under reads the sync goes whenever its bucket has none in flight.
+/// its own bucket, only writes in that bucket wait for it, and reads never do
+/// (`wait_read_barrier` waits only for a frozen array), so under reads the sync goes
+/// whenever its bucket has none in flight.
 #[derive(Debug, Default)]
 struct Barrier {
     /// Sync requests holding the barrier (raised, not yet completed).
@@ -342,6 +343,8 @@ struct Barrier {
     pending: HashMap<u64, u32>,
     /// raid1: log2 of its buckets' bytes, and reads pass the barrier; raid10: `None`.
     bucket_bits: Option<u32>,
+    /// The bucket of the last window raised.
+    raised_at: u64,
     /// Host I/Os waiting at the barrier, in arrival order (`nr_waiting`).
     held: VecDeque<u32>,
     /// A request waiting for `pending` in its bucket to reach 0 (raised), or for `held` to
@@ -363,9 +366,17 @@ impl Barrier {
         self.pending.get(&self.bucket(offset)).copied().unwrap_or(0)
     }
 
-    /// Whether a host I/O must wait at the raised barrier.
-    fn holds(&self, write: bool) -> bool {
-        self.raised > 0 && (write || self.bucket_bits.is_none())
+    /// Whether a host I/O at `offset` must wait at the raised barrier: on raid10 any, on
+    /// raid1 a write in the bucket the sync holds.
+    fn holds(&self, write: bool, offset: u64) -> bool {
+        self.raised > 0
+            && (self.bucket_bits.is_none() || write && self.bucket(offset) == self.raised_at)
+    }
+
+    /// A sync window at `offset` raises the barrier.
+    fn raise(&mut self, offset: u64) {
+        self.raised += 1;
+        self.raised_at = self.bucket(offset);
     }
 
     fn enter(&mut self, offset: u64) {

@@ -94,7 +94,7 @@ impl<D: Member> Engine<D> {
         });
         self.array_ios[write as usize] += 1;
         if self.barrier_applies() {
-            if self.barrier.holds(write) {
+            if self.barrier.holds(write, offset) {
                 self.barrier.held.push_back(host);
                 return;
             }
