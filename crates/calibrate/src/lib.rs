@@ -24,7 +24,7 @@
 pub mod public;
 
 use raidlab_core::disk::HddParams;
-use raidlab_core::{Bytes, Case, DiskKind, DiskModel, Nanos, Plan, Rw, Workload};
+use raidlab_core::{stats, Bytes, Case, DiskKind, DiskModel, Nanos, Plan, Rw, Workload};
 use std::path::Path;
 
 /// One measured run: what fio did and the IOPS it got.
@@ -244,7 +244,7 @@ pub fn fit(base: &DiskModel, points: &[Point], name: &str) -> Result<Fit, Calibr
     errors.sort_by(f64::total_cmp);
     Ok(Fit {
         model,
-        median: median_sorted(&errors),
+        median: stats::median(&errors).unwrap_or(0.0),
         worst: errors.last().copied().unwrap_or(0.0),
         rows,
     })
@@ -368,20 +368,11 @@ fn median_log_error(
     p: &HddParams,
     pts: &[&Point],
 ) -> Result<f64, CalibrateError> {
-    let mut e = pts
+    let e = pts
         .iter()
         .map(|pt| log_error(base, p, pt))
         .collect::<Result<Vec<_>, _>>()?;
-    e.sort_by(f64::total_cmp);
-    Ok(median_sorted(&e))
-}
-
-fn median_sorted(v: &[f64]) -> f64 {
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    Ok(stats::median(&e).unwrap_or(0.0))
 }
 
 /// The `x` in `[lo, hi]` (searched in log space) where `f` is smallest, for `f` with one

@@ -508,6 +508,12 @@ fn summary(s: &mut String, groups: &Groups) {
             .collect();
         let lead = fastest(&safe);
         let _ = write!(s, "<li><b>{}</b>: ", esc(&key.0));
+        if healthy.is_empty() {
+            s.push_str(
+                "no healthy array here to rank; the failures section compares the degraded and rebuilding ones.</li>",
+            );
+            continue;
+        }
         match &lead {
             Some((v, tied)) if tied.len() > 1 => {
                 let _ = write!(
@@ -806,5 +812,13 @@ mod tests {
             s.contains("<b>raid6 a</b> (300.0), <b>raid6 b</b> (290.0) tie within 5 %"),
             "{s}"
         );
+        // Without a healthy array the summary ranks nothing, rather than claiming no
+        // layout survives a failed disk.
+        let s = text(&[
+            row("raid6", 300.0, 2, 0.75, "rebuilding"),
+            row("raid10 n2", 200.0, 1, 0.5, "degraded"),
+        ]);
+        assert!(s.contains("no healthy array here to rank"), "{s}");
+        assert!(!s.contains("survives a failed disk"), "{s}");
     }
 }
