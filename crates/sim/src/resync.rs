@@ -387,4 +387,48 @@ mod tests {
         t.sync(0, 128 << 10, false);
         assert!(!t.busy());
     }
+
+    /// A fresh member is readable only below md's last checkpoint: a sixteenth of the
+    /// member synced since the one before, five minutes, or the end.
+    #[test]
+    fn a_fresh_member_is_read_below_the_last_checkpoint_only() {
+        let second = Nanos(1_000_000_000);
+        // 16 MiB: a checkpoint after every MiB.
+        let mut r = Resync::new(0, 16 << 20, pace(Governor::Drain));
+        for _ in 0..8 {
+            r.issue();
+            r.complete(second);
+        }
+        assert_eq!(
+            (r.done, r.readable()),
+            (1 << 20, 0),
+            "1 MiB is not past it yet"
+        );
+        r.issue();
+        r.complete(second);
+        assert_eq!(r.readable(), r.done, "past a sixteenth: checkpointed");
+        r.issue();
+        r.complete(Nanos(301 * second.0));
+        assert_eq!(r.readable(), r.done, "five minutes since the last");
+        let at = r.done;
+        r.issue();
+        r.complete(Nanos(302 * second.0));
+        assert_eq!(r.readable(), at, "a second later, one window on: not yet");
+        // A re-add's prefix checkpoints in steps of the whole member.
+        let mut p = Resync::new(0, 4 << 20, pace(Governor::Drain)).checkpoints_of(16 << 20);
+        for _ in 0..8 {
+            p.issue();
+            p.complete(second);
+        }
+        assert_eq!(
+            p.readable(),
+            0,
+            "1 MiB of a 16 MiB member: no checkpoint yet"
+        );
+        while !p.finished() {
+            p.issue();
+            p.complete(second);
+        }
+        assert_eq!(p.readable(), 4 << 20, "the end: all of it");
+    }
 }
