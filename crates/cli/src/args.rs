@@ -240,7 +240,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub failed: Option<u32>,
     /// Rebuilding: the kernel's rebuild governor: 6.16 (sync_io_depth), 6.15 (Linux 4.1 to
-    /// 6.15: one 128 KiB window at a time under load) or 4.0 (older: sleeps, so load holds
+    /// 6.15: waits for its requests in flight whenever it finds the array busy, which its
+    /// per-member count rarely does under light load) or 4.0 (older: sleeps, so load holds
     /// it at sync_speed_min) [default: 6.16]
     #[arg(long, value_parser = parsed::<Governor>)]
     pub kernel: Option<Governor>,

@@ -119,8 +119,9 @@ pub enum Governor {
     /// cap it goes on, above it waits for everything in flight.
     #[serde(rename = "6.16")]
     Depth,
-    /// Linux 4.1 to 6.15 (commit ac8fa4196d20): after each 128 KiB window it waits for
-    /// everything in flight, then goes on: one window at a time.
+    /// Linux 4.1 to 6.15 (commit ac8fa4196d20): after a 128 KiB window on an array it finds
+    /// busy, it waits for everything in flight, then goes on (its idle test counts sectors
+    /// per member, so its own requests in flight hide a light workload).
     #[serde(rename = "6.15")]
     Drain,
     /// Before Linux 4.1: it sleeps 500 ms, so under steady load it sinks to

@@ -10,7 +10,7 @@
 //!   minimum;
 //! - from 4.1 (commit ac8fa4196d20 "md: allow resync to go faster when there is
 //!   competing IO") to 6.15 it waits until every request it has in flight completed, then
-//!   goes on: one window at a time, continuously;
+//!   goes on;
 //! - from 6.16 (commit 03720d82d730, `sync_io_depth`) it waits so only while more than
 //!   `sync_io_depth` units are in flight (a unit is a 4 KiB stripe on raid4/5/6 and
 //!   64 KiB elsewhere: `sync_io_within_limit`), so it keeps a deeper queue.

@@ -746,7 +746,7 @@ impl<D: Member> Engine<D> {
         if let Some(r) = self.resync.as_mut().filter(|_| self.recovering) {
             *r = Resync::new(at.min(member), member, r.pace());
         }
-        if let Some(t) = self.idle_test.as_mut().filter(|_| self.foreground) {
+        if let Some(t) = self.idle_test.as_mut() {
             t.prime();
         }
         self
@@ -755,6 +755,8 @@ impl<D: Member> Engine<D> {
     /// Run no fio jobs: time the sync on an idle array.
     pub fn idle(mut self) -> Self {
         self.foreground = false;
+        // Nothing runs beside the sync: no look finds the array busy (not even a sample's
+        // first, which `rebuild_from` primes).
         if let Some(t) = self.idle_test.as_mut() {
             *t = IdleTest::new(self.devices.len());
         }
