@@ -299,6 +299,9 @@ impl HostTarget {
                     } else { serde_json::Value::Null },
                     "md_bitmap": md_sysfs("bitmap/location").map(|l| if l == "none" { l } else { format!("internal ({l})") }),
                     "stripe_cache_size": md_sysfs("stripe_cache_size"),
+                    // Stripe heads in use: above `stripe_cache_size` once md grew the
+                    // cache (`R5_ALLOC_MORE`).
+                    "stripe_cache_active": md_sysfs("stripe_cache_active"),
                 });
             }
         }

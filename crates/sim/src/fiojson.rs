@@ -153,6 +153,7 @@ pub fn render(case: &Case, run: &SimRun, seed: u64, model: &Value) -> String {
             "disk_model": model,
             "case": case,
             "events": run.events,
+            "stripe_cache_heads": run.stripe_heads,
         },
     });
     let mut text = serde_json::to_string_pretty(&doc).expect("json");

@@ -196,21 +196,38 @@ fn per_second_logs_agree_with_the_summary() {
 
 /// md takes a stripe head per 4 KiB row, one at a time: a cache smaller than a chunk row
 /// (128 heads at 512 KiB chunks) still makes progress, by writing partial rows with
-/// pre-reads — slowly, as md does with a small `stripe_cache_size`.
+/// pre-reads. And since Linux 4.1 md grows its cache by a head whenever it runs short
+/// (`R5_ALLOC_MORE`), from whatever `stripe_cache_size` says: sequential writes that keep
+/// it short grow it, a cache that starts small stays behind one that starts large enough,
+/// and one that never runs short keeps its size.
 #[test]
-fn a_stripe_cache_smaller_than_a_row_is_slow_but_moves() {
-    let mb_s = |rows: u32| {
+fn a_short_stripe_cache_moves_and_grows() {
+    let run = |rows: u32| {
         let arrays = format!("level = \"raid5\"\nstripe_cache = {rows}");
-        writes(&case(4, &arrays, SEQUENTIAL)).1
+        let out = raidlab_sim::simulate(&case(4, &arrays, SEQUENTIAL), 1).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
+        let heads = doc["raidlab"]["stripe_cache_heads"].as_u64().unwrap();
+        let f = parse_output(&out.fio_json).unwrap().figures;
+        (f.write.unwrap().bw_bytes_s / 1e6, heads)
     };
-    let (tiny, small, default) = (mb_s(17), mb_s(64), mb_s(256));
+    let (tiny, tiny_heads) = run(17);
+    let (default, default_heads) = run(256);
+    let (large, large_heads) = run(4096);
     assert!(
         tiny > 1.0,
         "stripe_cache 17: {tiny:.1} MB/s, md still writes"
     );
     assert!(
-        tiny < small && small < default * 0.5,
-        "sequential writes by cache size: 17 → {tiny:.1}, 64 → {small:.1}, 256 → {default:.1} MB/s"
+        tiny_heads > 17 * 4 && default_heads > 256,
+        "a cache that runs short grows: 17 → {tiny_heads} heads, 256 → {default_heads}"
+    );
+    assert_eq!(
+        large_heads, 4096,
+        "a cache that never ran short keeps its size"
+    );
+    assert!(
+        tiny < default && default < large,
+        "sequential writes by the cache they started from: 17 → {tiny:.1}, 256 → {default:.1}, 4096 → {large:.1} MB/s"
     );
 }
 

@@ -7,6 +7,9 @@ use super::*;
 /// default (`BLK_DEF_MAX_SECTORS`, 2560 sectors).
 pub(super) const MERGE_MAX: u64 = 1280 << 10;
 
+/// Stripe heads a raid5/6 sync window holds: one per 4 KiB row of md's check window.
+pub(super) const WINDOW_ROWS: u64 = resync::STEP / ROW;
+
 impl<D: Member> Engine<D> {
     /// md's sync thread: issue windows while its governor and buffers allow, checking its
     /// speed after each as `md_do_sync` does (see `resync.rs`).
@@ -29,9 +32,16 @@ impl<D: Member> Engine<D> {
     pub(super) fn resync_go(&mut self, passed: Option<(u64, u64)>) {
         let merges = !self.replacing && (self.recovering || self.geo.level != Level::Raid6);
         let pace = self.resync.as_ref().expect("resync").pace();
-        // A burst is at most half of md's sync buffers, so that one half is read while
-        // the other is written (an idle array rebuilds at its members' rate).
-        let largest = ((pace.windows as u64 / 2).max(1) * pace.unit).min(MERGE_MAX);
+        let in_cache = self.sync_in_cache();
+        // A burst is at most half of md's sync buffers (raid5/6: the stripe cache as it
+        // is now), so that one half is read while the other is written (an idle array
+        // rebuilds at its members' rate).
+        let buffers = if in_cache {
+            self.cache_rows / WINDOW_ROWS
+        } else {
+            pace.windows as u64
+        };
+        let largest = ((buffers / 2).max(1) * pace.unit).min(MERGE_MAX);
         let mut group = passed;
         let mut look = passed.is_some();
         loop {
@@ -70,6 +80,10 @@ impl<D: Member> Engine<D> {
                     continue;
                 }
             }
+            if in_cache && !self.sync_takes_rows() {
+                break;
+            }
+            let r = self.resync.as_mut().expect("resync");
             let (offset, len) = r.issue();
             if !self.raise_barrier(offset, len) {
                 // The thread sleeps at the barrier: what it issued goes now.
@@ -87,6 +101,26 @@ impl<D: Member> Engine<D> {
         if let Some((at, len)) = group {
             self.resync_window(at, len);
         }
+    }
+
+    /// Whether md's sync takes raid5/6 stripe heads: [`WINDOW_ROWS`] per window, from the
+    /// cache the workload's writes use too (not btrfs's replace).
+    #[inline]
+    pub(super) fn sync_in_cache(&self) -> bool {
+        matches!(self.geo.level, Level::Raid5 | Level::Raid6) && !self.replacing
+    }
+
+    /// `raid5_sync_request` takes a window's stripe heads; when the cache has too few (or
+    /// requests already wait for a quarter of it to be free), md grows it by a head and
+    /// the sync thread sleeps until heads come back.
+    fn sync_takes_rows(&mut self) -> bool {
+        if !self.cache_blocked && self.rows_in_use + WINDOW_ROWS <= self.cache_rows {
+            self.rows_in_use += WINDOW_ROWS;
+            return true;
+        }
+        self.cache_short();
+        self.sync_waits_rows = true;
+        false
     }
 
     /// Whether sync windows raise raid10's or raid1's barrier: during md's recovery (btrfs

@@ -32,7 +32,20 @@ impl<D: Member> Engine<D> {
             let slot = self.hosts.get(host).slot;
             self.reader = self.slot_job.get(slot as usize).copied().unwrap_or(0);
         }
+        let heads = if self.failed != 0 && matches!(self.geo.level, Level::Raid5 | Level::Raid6) {
+            self.read_heads(offset, len)
+        } else {
+            0
+        };
+        if heads > 0 {
+            if !self.heads_free(heads) {
+                self.block_read(host);
+                return;
+            }
+            self.rows_in_use += heads;
+        }
         let part = self.alloc_part();
+        self.parts.get(part).heads = heads;
         let mut pieces = std::mem::take(&mut self.parts.get(part).phases[0].1);
         let g = &self.geo;
         match g.level {
@@ -121,6 +134,7 @@ impl<D: Member> Engine<D> {
         p.phase = 0;
         p.pending = 0;
         p.stripe = None;
+        p.heads = 0;
         p.job = Job::Host;
         id
     }
@@ -331,6 +345,10 @@ impl<D: Member> Engine<D> {
                 for _ in 0..windows {
                     r.complete(now);
                 }
+                if self.sync_in_cache() {
+                    self.rows_in_use -= windows * background::WINDOW_ROWS;
+                    self.rows_released();
+                }
                 self.resync_go(passed);
                 return;
             }
@@ -338,6 +356,7 @@ impl<D: Member> Engine<D> {
         if let Some(stripe) = part.stripe {
             self.stripe_done(stripe);
         }
+        let heads = self.parts.get(part_id).heads;
         // The part stays allocated until its hosts are done, so its buffer is not reused
         // by the I/Os they issue.
         for i in 0..self.parts.get(part_id).hosts.len() {
@@ -349,6 +368,10 @@ impl<D: Member> Engine<D> {
             }
         }
         self.parts.release(part_id);
+        if heads > 0 {
+            self.rows_in_use -= heads;
+            self.rows_released();
+        }
     }
 
     pub(super) fn host_done(&mut self, h: u32) {

@@ -62,22 +62,22 @@ enum Ev {
     ResyncWake,
     /// The measured window opens: the sync's position is noted.
     MeasureStart,
-    /// A job's submitter takes its next waiting I/O (sync raid5/6 writes: see `Submitter`).
+    /// A job's submitter takes its next waiting I/O (direct raid5/6 I/O: see `Submitter`).
     Resume {
         job: u32,
     },
 }
 
-/// A fio job's submitting thread, for sync writes to raid5/6: fio submits each I/O with its
+/// A fio job's submitting thread, for direct I/O to raid5/6: fio submits each I/O with its
 /// own `io_submit`, and `raid5_make_request` runs in that thread and sleeps while the
-/// stripe cache has no free heads, so while one of the job's writes waits for stripe
-/// heads the job submits nothing else. Its further I/Os wait here, in order, and go in one
-/// per event once the write is admitted.
+/// stripe cache has no free heads (for a sync write, or a read of a lost block), so while
+/// one of the job's I/Os waits for stripe heads the job submits nothing else. Its further
+/// I/Os wait here, in order, and go in one per event once that I/O is admitted.
 #[derive(Default)]
 struct Submitter {
     /// Slots whose next I/O waits for the submitter.
     queue: VecDeque<u32>,
-    /// Entries of the job's writes in md's blocked queue.
+    /// Entries of the job's I/Os in md's blocked queue.
     blocked: u32,
     /// A `Resume` event is scheduled.
     resume: bool,
@@ -222,6 +222,9 @@ pub struct SimRun {
     pub resync_ran: bool,
     /// How far md's sync (initial resync or recovery) got, if one ran.
     pub sync: Option<SyncRun>,
+    /// raid5/6: the stripe heads md's cache had at the end (`stripe_cache_size`, plus what
+    /// shortages grew it by).
+    pub stripe_heads: Option<u64>,
 }
 
 /// How far a sync got in a run.
@@ -276,6 +279,8 @@ struct Part {
     pending: u32,
     /// The stripe (pool index) whose write this is.
     stripe: Option<u32>,
+    /// Stripe heads a raid5/6 read holds while md rebuilds its data from the others.
+    heads: u64,
     job: Job,
 }
 
@@ -316,13 +321,16 @@ struct Flying {
     preread: bool,
 }
 
-/// A host write (or the part of it from `start`) waiting in md's queue for stripe heads.
+/// A host write (or the part of it from `start`) waiting in md's queue for stripe heads,
+/// or a read of a lost block (`read`: the whole host I/O; `stripe`, `start` and `end`
+/// unused).
 #[derive(Debug, Clone, Copy)]
 struct Blocked {
     host: u32,
     stripe: u64,
     start: u64,
     end: u64,
+    read: bool,
 }
 
 /// md's resync barrier during a recovery (`raise_barrier` / `wait_barrier` in `raid10.c`
@@ -450,9 +458,17 @@ pub struct Engine<D> {
     copies: Vec<(u32, u64)>,
     row_mask: Vec<u64>,
     stripe_gen: u64,
+    /// raid5/6's stripe cache: heads in use (writes' and the sync's), heads md has (its
+    /// `max_nr_stripes`: `stripe_cache_size` at first, grown since), and whether requests
+    /// wait for a quarter of it to be free (`R5_INACTIVE_BLOCKED`).
     rows_in_use: u64,
     cache_rows: u64,
     cache_blocked: bool,
+    /// md grew the cache since it last released heads (`R5_DID_ALLOC`): it grows by one
+    /// head at a time, once per shortage (see [`Engine::cache_short`]).
+    cache_did_alloc: bool,
+    /// md's sync thread waits for stripe heads (raid5/6).
+    sync_waits_rows: bool,
     blocked: VecDeque<Blocked>,
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
@@ -462,7 +478,7 @@ pub struct Engine<D> {
     /// delayed list and are not held back by full-stripe writes.
     sync_writes: bool,
     delayed: Vec<u32>,
-    /// Per job, its submitting thread (used for sync writes to raid5/6 only).
+    /// Per job, its submitting thread (direct I/O to raid5/6 only).
     submitters: Vec<Submitter>,
     /// CPU time a job spends per I/O (submitting and reaping it), and per job when its
     /// thread is next free: one fio job issues no faster than its CPU allows.
@@ -693,6 +709,8 @@ impl<D: Member> Engine<D> {
             rows_in_use: 0,
             cache_rows: spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64,
             cache_blocked: false,
+            cache_did_alloc: false,
+            sync_waits_rows: false,
             blocked: VecDeque::new(),
             full_writes_flying: 0,
             preread_active: 0,
@@ -845,6 +863,8 @@ impl<D: Member> Engine<D> {
             array_ios: self.array_ios,
             events: self.events,
             resync_ran: self.resync.is_some(),
+            stripe_heads: matches!(self.geo.level, Level::Raid5 | Level::Raid6)
+                .then_some(self.cache_rows),
             sync: self.resync.as_ref().map(|r| {
                 let at_start = self.sync_at_measure.unwrap_or(r.done);
                 SyncRun {
@@ -863,15 +883,16 @@ impl<D: Member> Engine<D> {
 
 /// How md paces the recovery of a rebuilding array: its knobs, the in-flight cap of a busy
 /// 6.16 kernel (`sync_io_depth` units of 4 KiB on raid5/6, 64 KiB elsewhere), and the
-/// windows md's buffers hold on an idle one (the stripe cache on raid5/6; raid1/10's 32
-/// resync buffers of 64 KiB).
+/// windows md's buffers hold on an idle one (raid1/10's 32 resync buffers of 64 KiB; on
+/// raid5/6 the stripe cache, which the engine keeps).
 fn rebuild_pace(spec: &ArraySpec) -> Pace {
     let r: Rebuild = spec.rebuild.unwrap_or_default();
     let parity = matches!(spec.level, Level::Raid5 | Level::Raid6);
     let unit = if parity { ROW } else { 64 << 10 };
+    // raid5/6: the stripe cache bounds the sync (the engine's `sync_takes_rows`), and
+    // it grows.
     let windows = if parity {
-        let heads = spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64;
-        (heads * ROW / STEP).max(1) as u32
+        u32::MAX
     } else {
         (32 * (64 << 10) / STEP) as u32
     };

@@ -4,7 +4,8 @@
 use super::*;
 
 impl<D: Member> Engine<D> {
-    /// Whether writes go through the jobs' submitters (sync writes to raid5/6).
+    /// Whether I/Os go through the jobs' submitters (direct I/O to raid5/6: sync writes,
+    /// and reads of a lost block, wait for stripe heads in the submitting thread).
     pub(super) fn gated(&self) -> bool {
         self.sync_writes && matches!(self.geo.level, Level::Raid5 | Level::Raid6)
     }
