@@ -199,17 +199,19 @@ fn per_second_logs_agree_with_the_summary() {
 /// pre-reads. And since Linux 4.1 md grows its cache by a head whenever it runs short
 /// (`R5_ALLOC_MORE`), from whatever `stripe_cache_size` says: sequential writes that keep
 /// it short grow it, a cache that starts small stays behind one that starts large enough,
-/// and one that never runs short keeps its size.
+/// and one that never runs short keeps its size. Buffered writes fill the page cache, and
+/// reclaim's shrinker takes the stripe cache back as fast as it grows: it stays put.
 #[test]
 fn a_short_stripe_cache_moves_and_grows() {
-    let run = |rows: u32| {
+    let run_with = |rows: u32, workload: &str| {
         let arrays = format!("level = \"raid5\"\nstripe_cache = {rows}");
-        let out = raidlab_sim::simulate(&case(4, &arrays, SEQUENTIAL), 1).unwrap();
+        let out = raidlab_sim::simulate(&case(4, &arrays, workload), 1).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
         let heads = doc["raidlab"]["stripe_cache_heads"].as_u64().unwrap();
         let f = parse_output(&out.fio_json).unwrap().figures;
         (f.write.unwrap().bw_bytes_s / 1e6, heads)
     };
+    let run = |rows: u32| run_with(rows, SEQUENTIAL);
     let (tiny, tiny_heads) = run(17);
     let (default, default_heads) = run(256);
     let (large, large_heads) = run(4096);
@@ -224,6 +226,15 @@ fn a_short_stripe_cache_moves_and_grows() {
     assert_eq!(
         large_heads, 4096,
         "a cache that never ran short keeps its size"
+    );
+    let (buffered, buffered_heads) = run_with(17, &format!("{SEQUENTIAL}\ndirect = false"));
+    assert!(
+        buffered > 1.0,
+        "buffered, stripe_cache 17: {buffered:.1} MB/s"
+    );
+    assert_eq!(
+        buffered_heads, 17,
+        "buffered writes: the shrinker keeps the cache"
     );
     assert!(
         tiny < default && default < large,

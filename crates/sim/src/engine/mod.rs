@@ -467,6 +467,10 @@ pub struct Engine<D> {
     /// md grew the cache since it last released heads (`R5_DID_ALLOC`): it grows by one
     /// head at a time, once per shortage (see [`Engine::cache_short`]).
     cache_did_alloc: bool,
+    /// Whether the cache may grow: with direct I/O, memory stays free. Buffered I/O fills
+    /// the page cache, and reclaim's shrinker (`raid5_cache_scan`) takes the stripe cache
+    /// back to `stripe_cache_size` as fast as shortages grow it.
+    cache_grows: bool,
     /// md's sync thread waits for stripe heads (raid5/6).
     sync_waits_rows: bool,
     blocked: VecDeque<Blocked>,
@@ -710,6 +714,7 @@ impl<D: Member> Engine<D> {
             cache_rows: spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64,
             cache_blocked: false,
             cache_did_alloc: false,
+            cache_grows: w.direct,
             sync_waits_rows: false,
             blocked: VecDeque::new(),
             full_writes_flying: 0,

@@ -427,11 +427,13 @@ impl<D: Member> Engine<D> {
     /// really ran out, and md asks raid5d for one more (`R5_ALLOC_MORE`, since Linux 4.1)
     /// unless it grew the cache since it last released heads (`R5_DID_ALLOC`). So a cache
     /// that keeps running short keeps growing, a head per shortage, past
-    /// `stripe_cache_size` (which shows the size md started from); only memory pressure
-    /// shrinks it back, and the simulator has none. The VM lab's kernel (6.1) held 354-440
-    /// heads of a 256-head cache after a 15 s recovery under load (`stripe_cache_active`).
+    /// `stripe_cache_size` (which shows the size md started from; commit edbe83ab4c27,
+    /// "md/raid5: allow the stripe_cache to grow and shrink"). Memory pressure shrinks it
+    /// back: the simulator lets it grow under direct I/O only (`cache_grows`). The VM
+    /// lab's kernel (6.1) held 354-440 heads of a 256-head cache after a 15 s recovery
+    /// under direct reads (`stripe_cache_active`).
     pub(super) fn cache_short(&mut self) {
-        if !self.cache_blocked && !self.cache_did_alloc {
+        if self.cache_grows && !self.cache_blocked && !self.cache_did_alloc {
             self.cache_rows += 1;
             self.cache_did_alloc = true;
         }
