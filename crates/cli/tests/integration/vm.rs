@@ -441,7 +441,7 @@ fn md_rebuild_in_one_boot() {
         return;
     };
     let body = format!(
-        "{THROTTLED}[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = [\"raid5\", \"raid6\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+        "{THROTTLED}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
     );
     let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 4);
     for (vm, sim) in vm_rows.iter().zip(&sim_rows) {

@@ -104,10 +104,10 @@ impl<D: Member> Engine<D> {
     }
 
     /// Whether md's sync takes raid5/6 stripe heads: [`WINDOW_ROWS`] per window, from the
-    /// cache the workload's writes use too (not btrfs's replace).
+    /// cache the workload's reads and writes use too (md only).
     #[inline]
     pub(super) fn sync_in_cache(&self) -> bool {
-        matches!(self.geo.level, Level::Raid5 | Level::Raid6) && !self.replacing
+        self.md_parity
     }
 
     /// `raid5_sync_request` takes a window's stripe heads; when the cache has too few (or

@@ -32,10 +32,10 @@ impl<D: Member> Engine<D> {
             let slot = self.hosts.get(host).slot;
             self.reader = self.slot_job.get(slot as usize).copied().unwrap_or(0);
         }
-        let heads = if self.failed != 0 && matches!(self.geo.level, Level::Raid5 | Level::Raid6) {
-            self.read_heads(offset, len)
-        } else {
+        let heads = if write {
             0
+        } else {
+            self.read_heads(offset, len)
         };
         if heads > 0 {
             if !self.heads_free(heads) {

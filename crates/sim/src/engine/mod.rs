@@ -60,6 +60,8 @@ enum Ev {
     BitmapDaemon,
     /// md's sync thread wakes (at the start, and after a back-off sleep).
     ResyncWake,
+    /// md's sync thread, which waited for stripe heads, goes on after its jiffy's sleep.
+    SyncHeads,
     /// The measured window opens: the sync's position is noted.
     MeasureStart,
     /// A job's submitter takes its next waiting I/O (direct raid5/6 I/O: see `Submitter`).
@@ -467,7 +469,10 @@ pub struct Engine<D> {
     /// md grew the cache since it last released heads (`R5_DID_ALLOC`): it grows by one
     /// head at a time, once per shortage (see [`Engine::cache_short`]).
     cache_did_alloc: bool,
-    /// Whether the cache may grow: with direct I/O, memory stays free. Buffered I/O fills
+    /// md raid5/6 (not a btrfs profile simulated as its md shape): md's stripe cache rules
+    /// for reads on a degraded array, the sync's heads, and the cache's growth.
+    md_parity: bool,
+    /// Whether the cache may grow (md only): with direct I/O, memory stays free. Buffered I/O fills
     /// the page cache, and reclaim's shrinker (`raid5_cache_scan`) takes the stripe cache
     /// back to `stripe_cache_size` as fast as shortages grow it.
     cache_grows: bool,
@@ -714,7 +719,9 @@ impl<D: Member> Engine<D> {
             cache_rows: spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64,
             cache_blocked: false,
             cache_did_alloc: false,
-            cache_grows: w.direct,
+            md_parity: case.array.engine == FsEngine::Md
+                && matches!(spec.level, Level::Raid5 | Level::Raid6),
+            cache_grows: w.direct && case.array.engine == FsEngine::Md,
             sync_waits_rows: false,
             blocked: VecDeque::new(),
             full_writes_flying: 0,
@@ -852,6 +859,7 @@ impl<D: Member> Engine<D> {
                 }
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncWake => self.resync_wake(),
+                Ev::SyncHeads => self.resync_pump(),
                 Ev::MeasureStart => {
                     self.sync_at_measure = self.resync.as_ref().map(|r| r.done);
                 }
