@@ -419,9 +419,12 @@ fn md_degraded_in_one_boot() {
     cross_validate(&v, &s);
 }
 
-/// Rebuilding in the real kernel, in one boot: raid1, raid5, raid6 and raid10 with their
+/// Rebuilding in the real kernel, in one boot: raid6, raid5, raid10 and raid1 with their
 /// last member failed, removed, wiped and added back while fio runs (md recovers it whole), on 1 GB
-/// members of 75 IOPS. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
+/// members of 75 IOPS. raid6 goes first: the cases share the members, `assume-clean` takes
+/// what an earlier case left on them as consistent, and md's raid6 recovery rewrites the
+/// parity it then finds wrong on the survivors (200 writes each in 15 s after raid1 and
+/// raid5 had run), which the simulator's consistent array does not do. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
 /// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
 /// record the recovery's speed; the workload's IOPS must agree within 15 % (raid5/6 and
 /// raid10: see below). The guest's
@@ -473,9 +476,10 @@ fn md_rebuild_in_one_boot() {
         );
     }
     // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6, and on
-    // raid10 +45 % / −15 %: the guest gave 76.6–85.9 IOPS over seven runs, the simulator
+    // raid10 +45 % / −15 %: the guest gave 76.6–85.9 IOPS over eight runs, the simulator
     // 98.5 (111.4 before md's merged sync requests and barrier waits were modelled, 162.7
-    // without the barrier); raid6 111.9–122.1 against 136.4 (docs/vm-lab.md).
+    // without the barrier); raid6 on clean members 141.7 twice against 149.1
+    // (docs/vm-lab.md).
     assert_eq!(v.len(), s.len());
     for ((l, lay, rw, a), (l2, _, _, b)) in v.iter().zip(&s) {
         assert_eq!(l, l2);
