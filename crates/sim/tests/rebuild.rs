@@ -214,6 +214,22 @@ fn degraded_random_writes_cost_what_md_plans() {
     );
 }
 
+/// The VM lab's rebuild case (`vm::md_rebuild_in_one_boot`): four 75-IOPS members of 1 GiB,
+/// 64 KiB chunks, 4 KiB random reads at QD4 over 128 MiB for 15 s; a recovery paced as the
+/// guest's 6.1 kernel paces it.
+fn vm_lab_case(level: &str, state: &str) -> raidlab_core::Case {
+    let kernel = if state == "rebuilding" {
+        "\nkernel = \"6.15\""
+    } else {
+        ""
+    };
+    common::one_case(
+        "count = 4\nmodel = \"throttle-75\"\ncapacity = \"1g\"",
+        &format!("level = \"{level}\"\nchunk = \"64k\"\nstate = \"{state}\"{kernel}"),
+        "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"",
+    )
+}
+
 /// raid10's barrier: each recovery window waits until the host I/O inside md has drained,
 /// and holds new host I/O back until it completes, so a recovering raid10 serves less
 /// than the same array degraded (the VM lab's kernel: 76.6 IOPS recovering; without the
@@ -221,19 +237,7 @@ fn degraded_random_writes_cost_what_md_plans() {
 #[test]
 fn raid10_recovery_and_the_workload_take_turns() {
     let run = |state: &str| {
-        let c = common::one_case(
-            "count = 4\nmodel = \"throttle-75\"\ncapacity = \"1g\"",
-            &format!(
-                "level = \"raid10\"\nchunk = \"64k\"\nstate = \"{state}\"{}",
-                if state == "rebuilding" {
-                    "\nkernel = \"6.15\""
-                } else {
-                    ""
-                }
-            ),
-            "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"",
-        );
-        let out = raidlab_sim::simulate(&c, 1).unwrap();
+        let out = raidlab_sim::simulate(&vm_lab_case("raid10", state), 1).unwrap();
         let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
         f.read.unwrap().iops
     };
@@ -357,19 +361,7 @@ fn a_re_added_member_resyncs_what_the_bitmap_flagged() {
 #[test]
 fn a_parity_recovery_grows_the_stripe_cache() {
     let heads = |level: &str, state: &str| {
-        let c = common::one_case(
-            "count = 4\nmodel = \"throttle-75\"\ncapacity = \"1g\"",
-            &format!(
-                "level = \"{level}\"\nchunk = \"64k\"\nstate = \"{state}\"{}",
-                if state == "rebuilding" {
-                    "\nkernel = \"6.15\""
-                } else {
-                    ""
-                }
-            ),
-            "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"",
-        );
-        let out = raidlab_sim::simulate(&c, 1).unwrap();
+        let out = raidlab_sim::simulate(&vm_lab_case(level, state), 1).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
         doc["raidlab"]["stripe_cache_heads"].as_u64().unwrap()
     };
