@@ -458,8 +458,8 @@ impl<D: Member> Engine<D> {
     /// `stripe_cache_size` (which shows the size md started from; commit edbe83ab4c27,
     /// "md/raid5: allow the stripe_cache to grow and shrink"). Memory pressure shrinks it
     /// back: the simulator lets it grow under direct I/O only (`cache_grows`). The VM
-    /// lab's kernel (6.1) held 354-440 heads of a 256-head cache after a 15 s recovery
-    /// under direct reads (`stripe_cache_active`).
+    /// lab's kernel (6.1) had 282-440 heads in use of a 256-head cache after a 15 s
+    /// recovery under direct reads (`stripe_cache_active`).
     pub(super) fn cache_short(&mut self) {
         if self.cache_grows && !self.cache_blocked && !self.cache_did_alloc {
             self.cache_rows += 1;
@@ -469,7 +469,8 @@ impl<D: Member> Engine<D> {
     }
 
     /// Stripe heads went back to the cache: once a quarter of it is free, what waits for
-    /// heads goes on — the writes blocked first, in order, then md's sync thread.
+    /// heads goes on — the blocked writes and reads, in order, then (a jiffy later) md's
+    /// sync thread.
     pub(super) fn rows_released(&mut self) {
         self.cache_did_alloc = false;
         if self.cache_blocked && self.rows_in_use * 4 <= self.cache_rows * 3 {
