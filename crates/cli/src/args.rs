@@ -227,7 +227,8 @@ pub struct SimArgs {
     /// md write-intent bitmap: none or internal.
     #[arg(long, default_value = "none", value_parser = parsed::<Bitmap>)]
     pub bitmap: Bitmap,
-    /// raid5/6 stripe cache in 4 KiB stripe heads (md's stripe_cache_size, 17–32768)
+    /// raid5/6 stripe cache in 4 KiB stripe heads (md's stripe_cache_size, 17–32768): its
+    /// size to start with; under direct I/O md grows it whenever it runs short
     /// [default: md's 256]
     #[arg(long)]
     pub stripe_cache: Option<u32>,
