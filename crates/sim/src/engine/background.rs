@@ -114,7 +114,7 @@ impl<D: Member> Engine<D> {
     /// requests already wait for a quarter of it to be free), md grows it by a head and
     /// the sync thread sleeps until heads come back.
     fn sync_takes_rows(&mut self) -> bool {
-        if !self.cache_blocked && self.rows_in_use + WINDOW_ROWS <= self.cache_rows {
+        if self.heads_free(WINDOW_ROWS) {
             self.rows_in_use += WINDOW_ROWS;
             return true;
         }

@@ -346,8 +346,7 @@ impl<D: Member> Engine<D> {
                     r.complete(now);
                 }
                 if self.sync_in_cache() {
-                    self.rows_in_use -= windows * background::WINDOW_ROWS;
-                    self.rows_released();
+                    self.give_back_heads(windows * background::WINDOW_ROWS);
                 }
                 self.resync_go(passed);
                 return;
@@ -369,8 +368,7 @@ impl<D: Member> Engine<D> {
         }
         self.parts.release(part_id);
         if heads > 0 {
-            self.rows_in_use -= heads;
-            self.rows_released();
+            self.give_back_heads(heads);
         }
     }
 

@@ -41,7 +41,7 @@ impl<D: Member> Engine<D> {
             }
         }
         let rows_needed = self.new_rows_in(slot, s, e);
-        if self.cache_blocked || self.rows_in_use + rows_needed > self.cache_rows {
+        if !self.heads_free(rows_needed) {
             let free = self.cache_rows.saturating_sub(self.rows_in_use);
             let (cut, rows) = if self.cache_blocked || free == 0 {
                 (s, 0)
@@ -49,10 +49,7 @@ impl<D: Member> Engine<D> {
                 self.fitting_end(slot, s, e, free)
             };
             self.cache_short();
-            if self.gated() {
-                let job = self.slot_job[self.hosts.get(host).slot as usize];
-                self.submitters[job as usize].blocked += 1;
-            }
+            self.hold_submitter(host);
             if cut == s {
                 if resumed {
                     self.blocked.push_front(Blocked {
@@ -437,10 +434,7 @@ impl<D: Member> Engine<D> {
     /// (fio's `slat`), until a quarter of the cache is free.
     pub(super) fn block_read(&mut self, host: u32) {
         self.cache_short();
-        if self.gated() {
-            let job = self.slot_job[self.hosts.get(host).slot as usize];
-            self.submitters[job as usize].blocked += 1;
-        }
+        self.hold_submitter(host);
         self.blocked.push_back(Blocked {
             host,
             stripe: 0,
@@ -448,6 +442,14 @@ impl<D: Member> Engine<D> {
             end: 0,
             read: true,
         });
+    }
+
+    /// A direct I/O waits in md's blocked queue: its job's thread sleeps with it.
+    fn hold_submitter(&mut self, host: u32) {
+        if self.gated() {
+            let job = self.slot_job[self.hosts.get(host).slot as usize];
+            self.submitters[job as usize].blocked += 1;
+        }
     }
 
     /// A request finds too few free stripe heads, and waits until a quarter of the cache
@@ -466,6 +468,12 @@ impl<D: Member> Engine<D> {
             self.cache_did_alloc = true;
         }
         self.cache_blocked = true;
+    }
+
+    /// `n` stripe heads held by a read or a sync window go back to the cache.
+    pub(super) fn give_back_heads(&mut self, n: u64) {
+        self.rows_in_use -= n;
+        self.rows_released();
     }
 
     /// Stripe heads went back to the cache: once a quarter of it is free, what waits for
