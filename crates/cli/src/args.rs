@@ -208,8 +208,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "N")]
     pub host_queue: Option<u32>,
     /// The host's I/O scheduler above each disk: mq-deadline (sorts what waits beyond the
-    /// drive's own queue) or none (arrival order) [default: mq-deadline for disks, none
-    /// for flash]
+    /// drive's own queue), bfq (a queue per fio job and one for md's threads, served in
+    /// turn) or none (arrival order) [default: mq-deadline for disks, none for flash]
     #[arg(long, value_parser = parsed::<Scheduler>)]
     pub scheduler: Option<Scheduler>,
     /// RAID level: single, raid0, raid1, raid10, raid5, raid6.

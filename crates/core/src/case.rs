@@ -42,7 +42,8 @@ pub struct DiskSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_queue: Option<u32>,
     /// The host's I/O scheduler above each disk; `None`: the distribution's default
-    /// (mq-deadline for rotational disks, none for flash). Simulated only.
+    /// (mq-deadline for rotational disks, none for flash); bfq is the other choice.
+    /// Simulated only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<Scheduler>,
 }

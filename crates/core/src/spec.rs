@@ -81,6 +81,9 @@ pub enum Scheduler {
     None,
     /// Sorted by sector, with a deadline per request (Debian's default for rotational disks).
     MqDeadline,
+    /// A queue per process, served in turn, each in the order of its sectors (Budget Fair
+    /// Queueing: the default for rotational disks on Fedora, among others).
+    Bfq,
 }
 
 /// md write-intent bitmap.
@@ -437,9 +440,10 @@ words!(WriteCache, "use off, on or keep", {
     WriteCache::Keep => "keep",
 });
 
-words!(Scheduler, "use mq-deadline or none", {
+words!(Scheduler, "use mq-deadline, bfq or none", {
     Scheduler::None => "none" | "noop",
     Scheduler::MqDeadline => "mq-deadline" | "deadline",
+    Scheduler::Bfq => "bfq",
 });
 
 words!(ArrayState, "use healthy, degraded or rebuilding", {

@@ -273,21 +273,22 @@ fn without_ncq_only_the_hosts_scheduler_reorders() {
 
 /// Little's law: with N commands outstanding the disk completes N / latency of them per
 /// second, however far N lies beyond the drive's own queue (a command that waits above
-/// the drive must not be overtaken for ever by newer ones).
+/// the drive must not be overtaken for ever by newer ones, nor one job's by another's).
 #[test]
 fn littles_law_holds_far_beyond_the_drives_queue() {
-    for scheduler in ["none", "mq-deadline"] {
-        for qd in [64u32, 256, 1024] {
+    for scheduler in ["none", "mq-deadline", "bfq"] {
+        for (qd, jobs) in [(64u32, 1u32), (256, 1), (1024, 1), (64, 4)] {
             let c = common::one_case(
                 &format!("count = 1\nmodel = \"hdd-7200\"\nscheduler = \"{scheduler}\""),
                 "level = \"single\"",
-                &format!("rw = \"randread\"\niodepth = {qd}\nsize = \"1t\"\nruntime = \"120s\""),
+                &format!("rw = \"randread\"\niodepth = {qd}\nnumjobs = {jobs}\nsize = \"1t\"\nruntime = \"120s\""),
             );
             let (iops, _, lat_ms, _) = run(&c);
             let in_flight = iops * lat_ms / 1e3;
+            let outstanding = (qd * jobs) as f64;
             assert!(
-                within(in_flight, qd as f64, 0.05),
-                "{scheduler}, {qd} outstanding: {iops:.1} IOPS × {lat_ms:.1} ms = {in_flight:.1} in flight"
+                within(in_flight, outstanding, 0.05),
+                "{scheduler}, {jobs} × {qd} outstanding: {iops:.1} IOPS × {lat_ms:.1} ms = {in_flight:.1} in flight"
             );
         }
     }

@@ -152,6 +152,8 @@ impl<M: Member> Clock<M> {
             },
             len: if c.kind == Kind::Flush { 0 } else { c.len },
             tag,
+            // The guest's commands come through one NBD connection.
+            stream: 0,
         };
         {
             let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());

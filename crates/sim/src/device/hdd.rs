@@ -283,6 +283,7 @@ impl Hdd {
                     offset: 0,
                     len: 0,
                     tag: 0,
+                    stream: 0,
                 },
                 Nanos(0),
             ),
@@ -567,6 +568,7 @@ impl Hdd {
                 offset: 0,
                 len: 0,
                 tag,
+                stream: 0,
             };
             count(&mut self.stats, &op, Nanos(0));
             self.stats.cache_acks += 1;
@@ -651,6 +653,7 @@ mod tests {
             offset,
             len: 4096,
             tag,
+            stream: 0,
         }
     }
 

@@ -27,7 +27,14 @@ pub struct MemberOp {
     pub len: u64,
     /// The simulator's handle, returned on completion.
     pub tag: u64,
+    /// Who sent it: a fio job's number, or [`MD_THREAD`] for md's own threads. A
+    /// scheduler that queues per process (bfq) keeps them apart.
+    pub stream: u32,
 }
+
+/// The [`MemberOp::stream`] of what md's threads send (raid5d, the sync thread, the
+/// bitmap's writes), not a fio job's own context.
+pub const MD_THREAD: u32 = u32::MAX;
 
 /// Where a device's wake-ups go: `push((at, token))` asks the simulator to wake the device
 /// at `at` with `token`. The simulator's own implementation puts them straight into its

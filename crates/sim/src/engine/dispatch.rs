@@ -254,6 +254,7 @@ impl<D: Member> Engine<D> {
         let flush = write && matches!(part.job, Job::BitmapFlush | Job::BitmapClear);
         part.pending = n as u32;
         let sync = part.job == Job::Resync;
+        let stream = self.stream_of(part_id);
         let base = self.done.len();
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
@@ -269,11 +270,27 @@ impl<D: Member> Engine<D> {
                 len: p.len,
                 // The piece's index above the part's: what completed, for the idle test.
                 tag: part_id as u64 | (i as u64) << 32,
+                stream,
             };
             self.member_submit(p.disk, op);
             if self.done.len() > base {
                 self.complete_from(base);
             }
+        }
+    }
+
+    /// Whose context a part's member commands are sent from: the fio job's, for a host
+    /// I/O md maps straight onto the members (raid0/1/10 and raid5/6 reads it does not
+    /// rebuild); md's own threads' for the rest (raid5d's stripe writes and rebuilt reads,
+    /// the sync thread, the bitmap).
+    fn stream_of(&mut self, part_id: u32) -> u32 {
+        let part = self.parts.get(part_id);
+        match (part.job, part.stripe, part.heads, part.hosts.first()) {
+            (Job::Host, None, 0, Some(&host)) => {
+                let slot = self.hosts.get(host).slot as usize;
+                self.slot_job.get(slot).copied().unwrap_or(0)
+            }
+            _ => MD_THREAD,
         }
     }
 

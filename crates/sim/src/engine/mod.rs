@@ -12,7 +12,7 @@
 //! allocate.
 
 use crate::bitmap::{self, Bitmap};
-use crate::device::{DeviceStats, Member, MemberOp, Out, Wakes};
+use crate::device::{DeviceStats, Member, MemberOp, Out, Wakes, MD_THREAD};
 use crate::hist::Histogram;
 use crate::md::{
     needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Lost, Piece, PlanScratch, ROW,
