@@ -9,7 +9,7 @@
 //! JSON object raidlab always stored (`results.environment_json`): the typed keys first,
 //! in the order below, then the details; stored results of earlier versions read back.
 
-use crate::DiskModel;
+use crate::{DiskModel, Scheduler};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -111,6 +111,22 @@ impl Environment {
             ..Environment::default()
         }
     }
+
+    /// The I/O scheduler the members had during the test, when all had the same one and
+    /// the simulator models it: the host target records each member's
+    /// `queue/scheduler` (`during.members[].device.scheduler`).
+    pub fn members_scheduler(&self) -> Option<Scheduler> {
+        let members = self.details.get("during")?.get("members")?.as_array()?;
+        let mut found = None;
+        for m in members {
+            let s: Scheduler = m.get("device")?.get("scheduler")?.as_str()?.parse().ok()?;
+            if found.is_some_and(|f| f != s) {
+                return None;
+            }
+            found = Some(s);
+        }
+        found
+    }
 }
 
 /// A disk model that does not parse is treated as absent.
@@ -157,6 +173,26 @@ mod tests {
         assert_eq!(e.stripe_cache_size, Some(256));
         assert_eq!(e.commands[0].command, "fio job.fio");
         assert_eq!(e.details["hostname"], "box");
+    }
+
+    #[test]
+    fn the_members_scheduler_is_the_one_they_all_had() {
+        let with = |names: &[&str]| {
+            let members: Vec<Value> = names
+                .iter()
+                .map(|n| json!({"device": {"path": "/dev/sdx", "scheduler": n}, "write_cache": null}))
+                .collect();
+            let e: Environment =
+                serde_json::from_value(json!({"target": "host", "during": {"members": members}}))
+                    .unwrap();
+            e.members_scheduler()
+        };
+        assert_eq!(with(&["bfq", "bfq"]), Some(Scheduler::Bfq));
+        assert_eq!(with(&["mq-deadline"]), Some(Scheduler::MqDeadline));
+        assert_eq!(with(&["bfq", "mq-deadline"]), None, "mixed");
+        assert_eq!(with(&["kyber", "kyber"]), None, "not modelled");
+        assert_eq!(with(&[]), None);
+        assert_eq!(Environment::default().members_scheduler(), None);
     }
 
     #[test]

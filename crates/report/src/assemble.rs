@@ -133,7 +133,18 @@ pub fn build(store: &Store) -> Result<Built> {
             }
             row.rebuild(results.iter().map(|r| &r.environment));
             if let Some(case) = c.case.as_ref() {
-                row.simulated(case, target, seed);
+                // On the host, the scheduler the members had, where the plan names none.
+                let had = results
+                    .first()
+                    .and_then(|r| r.environment.members_scheduler());
+                match had.filter(|_| target == "host" && case.disks.scheduler.is_none()) {
+                    Some(s) => {
+                        let mut case = case.clone();
+                        case.disks.scheduler = Some(s);
+                        row.simulated(&case, target, seed);
+                    }
+                    None => row.simulated(case, target, seed),
+                }
             }
             let rebuilt = row.rebuild_s_full.is_some() || row.rebuild_s_idle.is_some();
             if let Some(case) = c.case.as_ref().filter(|_| rebuilt) {
