@@ -283,6 +283,7 @@ impl HostTarget {
             if fio_run && resyncing(&read_opt("/proc/mdstat")) {
                 x.resync_during = true;
             }
+            let io_before = fio_run.then(|| member_io(r.members));
             match self.step(r, s, cx) {
                 Ok(true) => {}
                 Ok(false) => x.interrupted = true,
@@ -302,6 +303,7 @@ impl HostTarget {
                     // Stripe heads in use: above `stripe_cache_size` once md grew the
                     // cache (`R5_ALLOC_MORE`).
                     "stripe_cache_active": md_sysfs("stripe_cache_active"),
+                    "members_io": io_before.map(|b| io_delta(r.members, &b, &member_io(r.members))),
                 });
             }
         }
@@ -855,6 +857,49 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
 }
 
 /// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
+/// Each member's block-layer counters (`/sys/class/block/NAME/stat`), None where unreadable.
+fn member_io(members: &[String]) -> Vec<Option<Vec<u64>>> {
+    members
+        .iter()
+        .map(|m| {
+            let dev = std::fs::canonicalize(m).ok()?;
+            let name = dev.file_name()?.to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(format!("/sys/class/block/{name}/stat")).ok()?;
+            Some(
+                text.split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// What each member did over the fio run: requests completed, bios merged into them and
+/// KiB, per direction (the member being rebuilt included, which fio's `disk_util` leaves
+/// out when it joins after fio started). Average request size = KiB / requests.
+fn io_delta(
+    members: &[String],
+    before: &[Option<Vec<u64>>],
+    after: &[Option<Vec<u64>>],
+) -> serde_json::Value {
+    let field = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0);
+    members
+        .iter()
+        .zip(before.iter().zip(after))
+        .map(|(m, (b, a))| match (b, a) {
+            (Some(b), Some(a)) => {
+                let d = |i| field(a, i).saturating_sub(field(b, i));
+                serde_json::json!({
+                    "device": m,
+                    "reads": d(0), "read_merges": d(1), "read_kib": d(2) / 2,
+                    "writes": d(4), "write_merges": d(5), "write_kib": d(6) / 2,
+                })
+            }
+            _ => serde_json::json!({"device": m}),
+        })
+        .collect()
+}
+
 fn md_sysfs(attr: &str) -> Option<String> {
     let md = std::fs::canonicalize(script::MD).ok()?;
     let name = md.file_name()?.to_string_lossy().into_owned();

@@ -275,9 +275,29 @@ fn btrfs_levels_end_to_end_on_loop_devices() {
         let rw = v["global options"]["rw"].as_str();
         assert!(matches!(rw, Some("randwrite" | "randread")), "{rw:?}");
     }
+    // Each member's block-layer counters over the fio run: a random write wrote them.
+    let store = raidlab_store::Store::open(&lab.out()).unwrap();
+    let cases = store.cases().unwrap();
+    for r in store.results().unwrap() {
+        let case = cases.iter().find(|c| c.id == r.case_id).unwrap();
+        let io = r.environment.details["during"]["members_io"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(io.len(), case.array.disks as usize, "{io:?}");
+        if case.workload.rw == raidlab_core::Rw::RandWrite {
+            let kib: u64 = io.iter().filter_map(|m| m["write_kib"].as_u64()).sum();
+            assert!(
+                kib >= 1024,
+                "{}: members wrote {kib} KiB: {io:?}",
+                r.case_id
+            );
+        }
+    }
     // The report shows each case's environment, with the keys the anomaly rules read.
     let html = std::fs::read_to_string(lab.out().join("report.html")).unwrap();
     for key in [
+        "members_io",
         "write_cache_after",
         "member_baseline_iops",
         "resync_during_fio",

@@ -285,6 +285,25 @@ fn run_both_rows(
             r.case_id,
             r.figures.disk_util
         );
+        // What each member did over the fio run, from its block-layer counters: every
+        // member listed, and a member being rebuilt written (fio's disk_util leaves it out).
+        let io = recorded["during"]["members_io"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: no members_io: {}", r.case_id, recorded["during"]));
+        assert_eq!(io.len(), case.array.disks as usize, "{io:?}");
+        let total: u64 = io
+            .iter()
+            .map(|m| m["reads"].as_u64().unwrap_or(0) + m["writes"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(total > 0, "{}: members did nothing: {io:?}", r.case_id);
+        if case.array.state == raidlab_core::ArrayState::Rebuilding {
+            let fresh = io.last().unwrap();
+            assert!(
+                fresh["write_kib"].as_u64().unwrap_or(0) > 1024,
+                "{}: the member being rebuilt was not written: {fresh}",
+                r.case_id
+            );
+        }
         // The real kernel's md-exact cost of a 4 KiB raid5 write on four members: read
         // the old data and parity, write both; with the last member gone, 3.5 on average
         // (rcw, 2 reads and 1 write, where parity or the block written is lost).
