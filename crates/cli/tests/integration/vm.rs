@@ -444,7 +444,8 @@ fn md_degraded_in_one_boot() {
 /// what an earlier case left on them as consistent, and md's raid6 recovery rewrites the
 /// parity it then finds wrong on the survivors (200 writes each in 15 s after raid1 and
 /// raid5 had run), which the simulator's consistent array does not do. The guest's kernel (Debian 12's 6.1) paces the recovery as 4.1 to
-/// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). Both targets
+/// 6.15 do, so the simulator is asked for that regime (`kernel = "6.15"`). A fifth case
+/// repeats raid5 with md's governor out of the way (`sync_speed_min` at its maximum). Both targets
 /// record the recovery's speed; the workload's IOPS must agree within 15 % (raid5/6 and
 /// raid10: see below). The guest's
 /// recovery speed itself varies from boot to boot: raid1 gave 1.05 to 2.82 MiB/s over
@@ -463,10 +464,24 @@ fn md_rebuild_in_one_boot() {
         return;
     };
     let body = format!(
-        "{THROTTLED}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+        "{THROTTLED}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\nsync_speed_min = 200000\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
     );
-    let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 4);
-    for (vm, sim) in vm_rows.iter().zip(&sim_rows) {
+    let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 5);
+    // The last case: raid5 with `sync_speed_min` at md's maximum, so that md's governor
+    // never holds the recovery back: what paces it is the stripe cache, the merged sync
+    // requests and the members (guest 22.7 MiB/s against the simulator's 26.3 in one run,
+    // docs/vm-lab.md). Under the default minimum the governor's idle test decides, and
+    // there the simulator is further off (below).
+    let (vm, sim) = (&vm_rows[4], &sim_rows[4]);
+    let (a, b) = (
+        vm["rebuild_mib_s"]
+            .as_f64()
+            .expect("the vm recorded the recovery"),
+        sim["rebuild_mib_s"].as_f64().unwrap(),
+    );
+    eprintln!("raid5, governor out of the way: rebuild vm {a:.2} MiB/s, sim {b:.2} MiB/s");
+    within("sim predicting vm, raid5's ungoverned recovery", b, a, 0.25);
+    for (vm, sim) in vm_rows.iter().zip(&sim_rows).take(4) {
         let label = vm["array_label"].as_str().unwrap();
         let (a, b) = (vm["rebuild_mib_s"].as_f64(), sim["rebuild_mib_s"].as_f64());
         eprintln!("{label}: rebuild vm {a:?} MiB/s, sim {b:?} MiB/s");
