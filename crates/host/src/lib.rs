@@ -303,7 +303,10 @@ impl HostTarget {
                     // Stripe heads in use: above `stripe_cache_size` once md grew the
                     // cache (`R5_ALLOC_MORE`).
                     "stripe_cache_active": md_sysfs("stripe_cache_active"),
-                    "members_io": io_before.map(|b| io_delta(r.members, &b, &member_io(r.members))),
+                    "members_io": io_before.map(|b| {
+                        let after = r.io_last_look.take().unwrap_or_else(|| member_io(r.members));
+                        io_delta(r.members, &b, &after)
+                    }),
                 });
             }
         }
@@ -438,6 +441,8 @@ struct Running<'a> {
     recover: Option<recovery::How>,
     rebuild: Option<RebuildFigures>,
     rebuild_progress: Vec<(f64, u64)>,
+    /// The members' block-layer counters at the recovery's last look during fio.
+    io_last_look: Option<Vec<Option<Vec<u64>>>>,
 }
 
 impl HostTarget {
@@ -498,6 +503,11 @@ impl HostTarget {
                     .take()
                     .filter(|_| is_fio && s.phase == Phase::Fio)
                     .map(|m| recovery::Recovery::new(m, t0));
+                // While a member recovers, the members' counters at each look too: the
+                // last look ends `members_io`'s window with the recovery's own (md speeds
+                // up the recovery once fio's workload stops, before fio has exited).
+                let members = r.members;
+                let mut last_io = None;
                 let mut tick = || {
                     if s.phase == Phase::Resync {
                         if let Some(p) = resync_percent(&read_opt("/proc/mdstat")) {
@@ -507,6 +517,7 @@ impl HostTarget {
                     if let Some(rc) = recovery.as_mut() {
                         let begun = rc.begun();
                         rc.tick();
+                        last_io = Some(member_io(members));
                         if !begun {
                             // Tests: `fio:2` dies with the recovery under way.
                             self.fault_point(s.phase);
@@ -518,6 +529,7 @@ impl HostTarget {
                 if is_fio {
                     self.journal().ended(child.id())?;
                 }
+                r.io_last_look = last_io;
                 if let Some(mut rc) = recovery {
                     rc.finish();
                     r.commands.extend(rc.commands.iter().cloned());
@@ -740,6 +752,7 @@ impl Target for HostTarget {
             recover: None,
             rebuild: None,
             rebuild_progress: Vec::new(),
+            io_last_look: None,
         };
         let Executed {
             during,
