@@ -869,7 +869,6 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
     steps
 }
 
-/// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
 /// Each member's block-layer counters (`/sys/class/block/NAME/stat`), None where unreadable.
 fn member_io(members: &[String]) -> Vec<Option<Vec<u64>>> {
     members
@@ -913,6 +912,7 @@ fn io_delta(
         .collect()
 }
 
+/// An attribute of the array's `/sys/block/mdN/md/` directory, if the array exists.
 fn md_sysfs(attr: &str) -> Option<String> {
     let md = std::fs::canonicalize(script::MD).ok()?;
     let name = md.file_name()?.to_string_lossy().into_owned();
