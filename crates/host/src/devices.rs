@@ -74,6 +74,18 @@ pub fn kernel_name(path: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// A whole device's block-layer counters (`/sys/class/block/NAME/stat`, in the kernel's
+/// order: reads, read merges, read sectors, read ticks, writes, write merges, write
+/// sectors, …), as they stand now; None where unreadable.
+pub fn io_counters(path: &str) -> Option<Vec<u64>> {
+    let text = read(sys(&kernel_name(path).ok()?).join("stat"))?;
+    Some(
+        text.split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect(),
+    )
+}
+
 fn holders_of(dir: &Path) -> Vec<String> {
     fs::read_dir(dir.join("holders"))
         .map(|rd| {

@@ -869,21 +869,9 @@ pub fn steps(case: &Case, members: &[String], out: &Path, repetition: u32) -> Ve
     steps
 }
 
-/// Each member's block-layer counters (`/sys/class/block/NAME/stat`), None where unreadable.
+/// Each member's block-layer counters, None where unreadable.
 fn member_io(members: &[String]) -> Vec<Option<Vec<u64>>> {
-    members
-        .iter()
-        .map(|m| {
-            let dev = std::fs::canonicalize(m).ok()?;
-            let name = dev.file_name()?.to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(format!("/sys/class/block/{name}/stat")).ok()?;
-            Some(
-                text.split_whitespace()
-                    .filter_map(|w| w.parse().ok())
-                    .collect(),
-            )
-        })
-        .collect()
+    members.iter().map(|m| devices::io_counters(m)).collect()
 }
 
 /// What each member did over the fio run: requests completed, bios merged into them and

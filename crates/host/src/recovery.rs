@@ -311,9 +311,7 @@ impl Recovery {
 
 /// Sectors written to a block device since it appeared (field 7 of its `stat`).
 fn sectors_written(device: &str) -> Option<u64> {
-    let name = devices::kernel_name(device).ok()?;
-    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).ok()?;
-    stat.split_whitespace().nth(6)?.parse().ok()
+    devices::io_counters(device)?.get(6).copied()
 }
 
 /// A recovery's or resync's "(DONE/TOTAL)" in `/proc/mdstat` (KiB of a member); `None`
