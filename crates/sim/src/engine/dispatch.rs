@@ -29,8 +29,7 @@ impl<D: Member> Engine<D> {
             return;
         }
         if self.reads_by_job && !write {
-            let slot = self.hosts.get(host).slot;
-            self.reader = self.slot_job.get(slot as usize).copied().unwrap_or(0);
+            self.reader = self.job_of(host);
         }
         let heads = if write {
             0
@@ -286,10 +285,7 @@ impl<D: Member> Engine<D> {
     fn stream_of(&mut self, part_id: u32) -> u32 {
         let part = self.parts.get(part_id);
         match (part.job, part.stripe, part.heads, part.hosts.first()) {
-            (Job::Host, None, 0, Some(&host)) => {
-                let slot = self.hosts.get(host).slot as usize;
-                self.slot_job.get(slot).copied().unwrap_or(0)
-            }
+            (Job::Host, None, 0, Some(&host)) => self.job_of(host),
             _ => MD_THREAD,
         }
     }

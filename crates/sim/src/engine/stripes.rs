@@ -447,7 +447,7 @@ impl<D: Member> Engine<D> {
     /// A direct I/O waits in md's blocked queue: its job's thread sleeps with it.
     fn hold_submitter(&mut self, host: u32) {
         if self.gated() {
-            let job = self.slot_job[self.hosts.get(host).slot as usize];
+            let job = self.job_of(host);
             self.submitters[job as usize].blocked += 1;
         }
     }
@@ -497,7 +497,7 @@ impl<D: Member> Engine<D> {
                     break;
                 }
                 if self.gated() {
-                    let job = self.slot_job[self.hosts.get(b.host).slot as usize];
+                    let job = self.job_of(b.host);
                     self.submitters[job as usize].blocked -= 1;
                     self.unblocked_jobs.push(job);
                 }

@@ -10,6 +10,11 @@ impl<D: Member> Engine<D> {
         self.sync_writes && matches!(self.geo.level, Level::Raid5 | Level::Raid6)
     }
 
+    /// The fio job whose slot a host I/O came from.
+    pub(super) fn job_of(&mut self, host: u32) -> u32 {
+        self.slot_job[self.hosts.get(host).slot as usize]
+    }
+
     /// A slot's next I/O: once its job's thread has CPU time for it.
     pub(super) fn issue(&mut self, slot: u32) {
         if self.now >= self.end {
