@@ -52,13 +52,37 @@ pub(super) enum Elevator {
     Bfq(Bfq),
 }
 
-/// mq-deadline's state: the commands by sector, their deadlines in arrival order, and
-/// where the last command sent ends.
-pub(super) struct Deadline {
+/// Commands by sector, and by arrival with their deadlines: mq-deadline's whole queue,
+/// and each of bfq's per-process queues.
+#[derive(Default)]
+struct Sorted {
     /// (offset, arrival number) → command.
     sorted: BTreeMap<(u64, u64), Queued>,
     /// (deadline, offset, arrival number), oldest first; entries already sent are skipped.
-    expiry: VecDeque<(Nanos, u64, u64)>,
+    fifo: VecDeque<(Nanos, u64, u64)>,
+}
+
+impl Sorted {
+    fn push(&mut self, q: Queued, arrival_number: u64, deadline: Nanos) {
+        self.fifo.push_back((deadline, q.op.offset, arrival_number));
+        self.sorted.insert((q.op.offset, arrival_number), q);
+    }
+
+    /// The oldest command still waiting, with its deadline (those already sent dropped).
+    fn oldest(&mut self) -> Option<(Nanos, u64, u64)> {
+        while let Some(&(_, offset, n)) = self.fifo.front() {
+            if self.sorted.contains_key(&(offset, n)) {
+                break;
+            }
+            self.fifo.pop_front();
+        }
+        self.fifo.front().copied()
+    }
+}
+
+/// mq-deadline's state: the commands waiting, and where the last command sent ends.
+pub(super) struct Deadline {
+    waiting: Sorted,
     next: u64,
     arrivals: u64,
     /// Commands sent in the current batch.
@@ -70,8 +94,7 @@ impl Elevator {
         match scheduler {
             Scheduler::None => Elevator::Fifo(VecDeque::new()),
             Scheduler::MqDeadline => Elevator::Deadline(Deadline {
-                sorted: BTreeMap::new(),
-                expiry: VecDeque::new(),
+                waiting: Sorted::default(),
                 next: 0,
                 arrivals: 0,
                 batching: 0,
@@ -83,7 +106,7 @@ impl Elevator {
     pub(super) fn is_empty(&self) -> bool {
         match self {
             Elevator::Fifo(q) => q.is_empty(),
-            Elevator::Deadline(d) => d.sorted.is_empty(),
+            Elevator::Deadline(d) => d.waiting.sorted.is_empty(),
             Elevator::Bfq(b) => b.waiting == 0,
         }
     }
@@ -99,8 +122,8 @@ impl Elevator {
                 } else {
                     READ_EXPIRE
                 };
-                d.expiry.push_back((q.arrival + expire, q.op.offset, n));
-                d.sorted.insert((q.op.offset, n), q);
+                let deadline = q.arrival + expire;
+                d.waiting.push(q, n, deadline);
             }
             Elevator::Bfq(b) => b.push(q),
         }
@@ -121,24 +144,22 @@ impl Deadline {
     /// batch of `fifo_batch`; then, or at the top, start the next batch from the oldest
     /// command if its deadline passed (or nothing lies further up), else go on up.
     fn pop(&mut self, now: Nanos) -> Option<Queued> {
-        if self.sorted.is_empty() {
+        if self.waiting.sorted.is_empty() {
             return None;
         }
-        let up = self.sorted.range((self.next, 0)..).next().map(|(k, _)| *k);
+        let up = self
+            .waiting
+            .sorted
+            .range((self.next, 0)..)
+            .next()
+            .map(|(k, _)| *k);
         let key = match up {
             Some(k) if self.batching < FIFO_BATCH => {
                 self.batching += 1;
                 k
             }
             _ => {
-                // The oldest command still waiting (deadlines of sent ones are dropped).
-                while let Some(&(_, offset, n)) = self.expiry.front() {
-                    if self.sorted.contains_key(&(offset, n)) {
-                        break;
-                    }
-                    self.expiry.pop_front();
-                }
-                let &(deadline, offset, n) = self.expiry.front()?;
+                let (deadline, offset, n) = self.waiting.oldest()?;
                 self.batching = 1;
                 match up {
                     Some(k) if deadline > now => k,
@@ -146,7 +167,7 @@ impl Deadline {
                 }
             }
         };
-        let q = self.sorted.remove(&key)?;
+        let q = self.waiting.sorted.remove(&key)?;
         self.next = q.op.offset + q.op.len;
         Some(q)
     }
@@ -156,7 +177,7 @@ impl Deadline {
 /// the queue in service.
 #[derive(Default)]
 pub(super) struct Bfq {
-    queues: HashMap<u32, BfqQueue>,
+    queues: HashMap<u32, Sorted>,
     /// Streams with commands waiting and no turn, in the order they get one.
     turns: VecDeque<u32>,
     serving: Option<Turn>,
@@ -165,15 +186,6 @@ pub(super) struct Bfq {
     arrivals: u64,
     /// Commands waiting in all queues.
     waiting: usize,
-}
-
-/// One process's queue: its commands by sector, and by arrival with their deadlines.
-#[derive(Default)]
-struct BfqQueue {
-    /// (offset, arrival number) → command.
-    sorted: BTreeMap<(u64, u64), Queued>,
-    /// (deadline, offset, arrival number), oldest first; entries already sent are skipped.
-    fifo: VecDeque<(Nanos, u64, u64)>,
 }
 
 /// The queue in service and what it has had of its turn.
@@ -195,10 +207,8 @@ impl Bfq {
         if queue.sorted.is_empty() && self.serving.as_ref().map(|t| t.stream) != Some(stream) {
             self.turns.push_back(stream);
         }
-        queue
-            .fifo
-            .push_back((q.arrival + BFQ_FIFO_EXPIRE, q.op.offset, n));
-        queue.sorted.insert((q.op.offset, n), q);
+        let deadline = q.arrival + BFQ_FIFO_EXPIRE;
+        queue.push(q, n, deadline);
     }
 
     /// `bfq_dispatch_request`: the queue in service sends its next command, unless its
@@ -227,7 +237,7 @@ impl Bfq {
         }
         let t = self.serving.as_mut().expect("a queue in service");
         let queue = self.queues.get_mut(&t.stream).expect("its queue");
-        let key = queue.next(self.last, now, &mut t.fifo_checked)?;
+        let key = queue.bfq_next(self.last, now, &mut t.fifo_checked)?;
         let q = queue.sorted.remove(&key).expect("a waiting command");
         t.sent += q.op.len;
         self.waiting -= 1;
@@ -236,20 +246,14 @@ impl Bfq {
     }
 }
 
-impl BfqQueue {
-    /// `bfq_find_next_rq`: the queue's oldest command if it expired and this turn has not
-    /// looked yet, else the nearer of the commands just above and just below `last`
-    /// (`bfq_choose_req`; with nothing above, the lowest).
-    fn next(&mut self, last: u64, now: Nanos, fifo_checked: &mut bool) -> Option<(u64, u64)> {
-        while let Some(&(_, offset, n)) = self.fifo.front() {
-            if self.sorted.contains_key(&(offset, n)) {
-                break;
-            }
-            self.fifo.pop_front();
-        }
+impl Sorted {
+    /// `bfq_find_next_rq` for one of bfq's queues: its oldest command if it expired and
+    /// this turn has not looked yet, else the nearer of the commands just above and just
+    /// below `last` (`bfq_choose_req`; with nothing above, the lowest).
+    fn bfq_next(&mut self, last: u64, now: Nanos, fifo_checked: &mut bool) -> Option<(u64, u64)> {
         if !*fifo_checked {
             *fifo_checked = true;
-            if let Some(&(deadline, offset, n)) = self.fifo.front() {
+            if let Some((deadline, offset, n)) = self.oldest() {
                 if deadline <= now {
                     return Some((offset, n));
                 }
