@@ -24,6 +24,68 @@ pub struct Job {
     /// Member disks attached, serials `d0` … `d{n-1}`.
     pub disks: usize,
     pub cases: Vec<GuestCase>,
+    /// Record the kernel's trace of each case (`$RAIDLAB_VM_TRACE`, [`Trace`]).
+    #[serde(default)]
+    pub trace: bool,
+}
+
+/// The guest kernel's own account of a case, for holding the simulator's md against it
+/// event by event: every bio queued on and every request completed by a block device
+/// (`block:block_bio_queue`, `block:block_rq_complete`, with the submitting thread), and
+/// every answer of md's idle test (a return probe on `md_mod`'s `is_mddev_idle`,
+/// `raidlab_idle`, `ret=0x0` busy). Written as ftrace's text to `trace.txt` in the case's
+/// directory; a 15 s recovery under load takes about 20 MB.
+pub struct Trace;
+
+const TRACING: &str = "/sys/kernel/tracing";
+
+impl Trace {
+    /// Mount tracefs, set the probe and the events up, and start from an empty buffer.
+    pub fn start() -> Result<Trace, String> {
+        let t = Path::new(TRACING);
+        if !t.join("trace").exists() {
+            let o = std::process::Command::new("mount")
+                .args(["-t", "tracefs", "nodev", TRACING])
+                .output()
+                .map_err(|e| format!("mount tracefs: {e}"))?;
+            if !o.status.success() {
+                return Err(format!(
+                    "mount tracefs: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ));
+            }
+        }
+        let put = |file: &str, what: &str| {
+            std::fs::write(t.join(file), what).map_err(|e| format!("{TRACING}/{file}: {e}"))
+        };
+        put("tracing_on", "0")?;
+        put("buffer_size_kb", "32768")?;
+        if !t.join("events/kprobes/raidlab_idle").exists() {
+            put(
+                "kprobe_events",
+                "r:raidlab_idle md_mod:is_mddev_idle ret=$retval\n",
+            )?;
+        }
+        for e in [
+            "kprobes/raidlab_idle",
+            "block/block_bio_queue",
+            "block/block_rq_complete",
+        ] {
+            put(&format!("events/{e}/enable"), "1")?;
+        }
+        put("trace", "")?;
+        put("tracing_on", "1")?;
+        Ok(Trace)
+    }
+
+    /// Stop, and write what was traced to `dest`.
+    pub fn finish(self, dest: &Path) -> Result<(), String> {
+        let t = Path::new(TRACING);
+        std::fs::write(t.join("tracing_on"), "0").map_err(|e| format!("tracing_on: {e}"))?;
+        std::fs::copy(t.join("trace"), dest)
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", dest.display()))
+    }
 }
 
 /// A case's directory name in the results.
@@ -100,7 +162,21 @@ pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
             phase: &phase,
             next: job.cases.get(i + 1).map(|n| &n.case),
         };
-        match host.run_case(&gc.case, gc.repetition, &cx) {
+        let trace = match job.trace.then(Trace::start) {
+            Some(Err(e)) => {
+                println!("raidlab-lab: case {} not traced: {e}", gc.case.id);
+                None
+            }
+            Some(Ok(t)) => Some(t),
+            None => None,
+        };
+        let ran = host.run_case(&gc.case, gc.repetition, &cx);
+        if let Some(t) = trace {
+            if let Err(e) = t.finish(&d.join("trace.txt")) {
+                println!("raidlab-lab: case {} trace: {e}", gc.case.id);
+            }
+        }
+        match ran {
             Ok(o) => {
                 std::fs::write(d.join("fio.json"), &o.fio_json).map_err(|e| e.to_string())?;
                 std::fs::write(

@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 
 /// Forces the acceleration (`kvm` or `tcg`) instead of probing.
 pub const ACCEL_ENV: &str = "RAIDLAB_VM_ACCEL";
+/// Set (to anything): the guest records the kernel's trace of every case
+/// ([`guest::Trace`]) in `OUT/.vm/boot-N/results/<case>-r<rep>/trace.txt`.
+pub const TRACE_ENV: &str = "RAIDLAB_VM_TRACE";
 /// Member capacity when the plan names none.
 pub const DEFAULT_CAPACITY: u64 = 1 << 30;
 /// Cases per boot, at most.
@@ -515,6 +518,7 @@ impl VmTarget {
     ) -> Result<PathBuf, TargetError> {
         let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
         let job = guest::Job {
+            trace: std::env::var_os(TRACE_ENV).is_some(),
             disks,
             cases: batch
                 .iter()

@@ -551,6 +551,173 @@ fn md_rebuild_in_one_boot() {
     }
 }
 
+/// md's idle test as the simulator has it (`raidlab_sim::resync::IdleTest`), replayed on
+/// the guest kernel's own block-layer events of a raid5 recovery under 4 KiB random reads,
+/// gives the kernel's own answers: the guest traces every bio queued on and every request
+/// completed by the members, and every answer of `is_mddev_idle` (`RAIDLAB_VM_TRACE`).
+/// md counts a member's completed sectors less the sync sectors it submitted there; the
+/// replay takes raid5d's writes to the fresh member and its reads of the survivors near the
+/// sync's front as the sync's (md counts them in `ops_run_io`), the rest as the workload's.
+/// In the runs that built this test 96 % of about 1,500 answers agreed (docs/vm-lab.md).
+#[test]
+fn md_idle_test_replayed_from_the_kernels_trace() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("raidlab-vm-")
+        .tempdir()
+        .unwrap();
+    let plan = tmp.path().join("traced.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"traced\"\n{THROTTLED}[[arrays]]\nlevel = \"raid5\"\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("vm");
+    let o = Command::new(env!("CARGO_BIN_EXE_raidlab"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--target",
+            "vm",
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .env("RAIDLAB_LAB_DIR", lab_dir())
+        .env("RAIDLAB_VM_TRACE", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let boot = out.join(".vm").join("boot-1").join("results");
+    let case = std::fs::read_dir(&boot)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("trace.txt").exists())
+        .unwrap_or_else(|| panic!("no case in {} has a trace.txt", boot.display()));
+    let env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("environment.json")).unwrap()).unwrap();
+    // The members' device numbers as the trace writes them ("254,0").
+    let devs: Vec<String> = env["before"]["members"]
+        .as_array()
+        .expect("members recorded")
+        .iter()
+        .map(|m| m["device"]["dev"].as_str().unwrap().replace(':', ","))
+        .collect();
+    assert_eq!(devs.len(), 4);
+    let trace = std::fs::read_to_string(case.join("trace.txt")).unwrap();
+    let r = replay_idle_test(&trace, &devs);
+    eprintln!(
+        "md's idle test: {} answers, {} busy; the replay agrees on {} ({:.1} %)",
+        r.looks,
+        r.busy,
+        r.agree,
+        100.0 * r.agree as f64 / r.looks.max(1) as f64
+    );
+    assert!(
+        r.looks >= 300 && r.busy >= 30 && r.looks - r.busy >= 30,
+        "too few answers to judge: {} looks, {} busy",
+        r.looks,
+        r.busy
+    );
+    assert!(
+        r.agree as f64 >= 0.9 * r.looks as f64,
+        "the replay agrees on {} of {} answers",
+        r.agree,
+        r.looks
+    );
+}
+
+/// The answers of md's idle test in a guest trace, and how many of them the simulator's
+/// `IdleTest` gives from the same events.
+struct Replay {
+    looks: usize,
+    busy: usize,
+    agree: usize,
+}
+
+/// Replay `trace` (ftrace's text, [`raidlab_vm::guest::Trace`]) for a raid5 whose last
+/// member of `devs` recovers: from md's first look (the one that sets the marks), every
+/// completion on a member counts as md's `part_stat` sectors do, and raid5d's sync bios as
+/// `md_sync_acct` does at submission.
+fn replay_idle_test(trace: &str, devs: &[String]) -> Replay {
+    use raidlab_sim::resync::IdleTest;
+    let fresh = devs.len() - 1;
+    let member = |dev: &str| devs.iter().position(|d| d == dev);
+    let mut test: Option<IdleTest> = None;
+    let mut front = 0u64;
+    let mut r = Replay {
+        looks: 0,
+        busy: 0,
+        agree: 0,
+    };
+    for line in trace.lines() {
+        let Some((_, event)) = line.split_once("]  ").or_else(|| line.split_once("] ")) else {
+            continue;
+        };
+        let Some((_, rest)) = event.split_once(": ") else {
+            continue;
+        };
+        let Some((kind, rest)) = rest.split_once(": ") else {
+            continue;
+        };
+        match kind {
+            "raidlab_idle" => {
+                let busy = rest.contains("ret=0x0");
+                match test.as_mut() {
+                    // md's first look initializes the marks: every member at zero.
+                    None => test = Some(IdleTest::new(devs.len())),
+                    Some(t) => {
+                        r.looks += 1;
+                        r.busy += busy as usize;
+                        r.agree += (t.busy() == busy) as usize;
+                    }
+                }
+            }
+            "block_bio_queue" | "block_rq_complete" => {
+                let Some(t) = test.as_mut() else { continue };
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let Some(m) = f.first().and_then(|d| member(d)) else {
+                    continue;
+                };
+                let write = f[1].contains('W');
+                // bio: DEV RWBS SECTOR + N [COMM]; request: DEV RWBS () SECTOR + N [ERR].
+                let at = if kind == "block_bio_queue" { 2 } else { 3 };
+                let (Ok(sector), Ok(n)) = (f[at].parse::<u64>(), f[at + 2].parse::<u64>()) else {
+                    continue;
+                };
+                let bytes = n << 9;
+                if kind == "block_rq_complete" {
+                    t.other_done(m as u32, bytes);
+                    continue;
+                }
+                let raid5d = f[at + 3..]
+                    .join(" ")
+                    .trim_matches(['[', ']'])
+                    .ends_with("_raid5");
+                let sync = raid5d
+                    && if m == fresh {
+                        write
+                    } else {
+                        !write && sector + 16384 > front
+                    };
+                if sync {
+                    if m != fresh {
+                        front = front.max(sector);
+                    }
+                    t.sync(m as u32, bytes, true);
+                }
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
 /// `raidlab advise` on the VM lab's own disks (four 75-IOPS members): the plan file it
 /// writes for its pick runs in the real kernel, healthy, degraded and rebuilding, and md
 /// builds the array with exactly the `mdadm --create` line advise printed.
