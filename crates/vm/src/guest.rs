@@ -33,7 +33,8 @@ pub struct Job {
 /// event by event: every bio queued on and every request completed by a block device
 /// (`block:block_bio_queue`, `block:block_rq_complete`, with the submitting thread), and
 /// every answer of md's idle test (a return probe on `md_mod`'s `is_mddev_idle`,
-/// `raidlab_idle`, `ret=0x0` busy). Written as ftrace's text to `trace.txt` in the case's
+/// `raidlab_idle`, `ret=0x0` busy), and every head raid5 added to its stripe cache
+/// (`raidlab_grow`, `grow_one_stripe`, `ret=0x1` grown). Written as ftrace's text to `trace.txt` in the case's
 /// directory; a 15 s recovery under load takes about 20 MB.
 pub struct Trace;
 
@@ -65,9 +66,21 @@ impl Trace {
                 "kprobe_events",
                 "r:raidlab_idle md_mod:is_mddev_idle ret=$retval\n",
             )?;
+            // Appended (a plain write would drop the probe above).
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(t.join("kprobe_events"))
+                .and_then(|mut f| {
+                    std::io::Write::write_all(
+                        &mut f,
+                        b"r:raidlab_grow raid456:grow_one_stripe ret=$retval\n",
+                    )
+                })
+                .map_err(|e| format!("{TRACING}/kprobe_events: {e}"))?;
         }
         for e in [
             "kprobes/raidlab_idle",
+            "kprobes/raidlab_grow",
             "block/block_bio_queue",
             "block/block_rq_complete",
         ] {

@@ -559,6 +559,7 @@ fn md_rebuild_in_one_boot() {
 /// replay takes raid5d's writes to the fresh member and its reads of the survivors near the
 /// sync's front as the sync's (md counts them in `ops_run_io`), the rest as the workload's.
 /// In the runs that built this test 96 % of about 1,500 answers agreed (docs/vm-lab.md).
+/// The trace also has every head md added to its stripe cache.
 #[test]
 fn md_idle_test_replayed_from_the_kernels_trace() {
     let Some(_g) = booting() else {
@@ -629,6 +630,22 @@ fn md_idle_test_replayed_from_the_kernels_trace() {
         "the replay agrees on {} of {} answers",
         r.agree,
         r.looks
+    );
+    // The stripe cache's heads: md's `stripe_cache_size` (256) allocated as it set the
+    // array up, then one more each time raid5d found a request waiting for a free head.
+    let grown: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains(" raidlab_grow: ") && l.ends_with("ret=0x1"))
+        .collect();
+    let at_setup = grown.iter().filter(|l| l.contains("setup_conf")).count();
+    eprintln!(
+        "stripe cache: {at_setup} heads at setup, {} grown after",
+        grown.len() - at_setup
+    );
+    assert_eq!(at_setup, 256, "md's default stripe_cache_size");
+    assert!(
+        grown.len() > at_setup,
+        "the recovery and the reads it competed with never grew the cache"
     );
 }
 
