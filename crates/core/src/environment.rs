@@ -112,6 +112,23 @@ impl Environment {
         }
     }
 
+    /// Each member's (device name, requests read, requests written) over the fio run from
+    /// the block layer's counters (`during.members_io`: host and vm targets), the member
+    /// being rebuilt included, which fio's `disk_util` leaves out. `None` where not
+    /// recorded.
+    pub fn members_io(&self) -> Option<Vec<(String, u64, u64)>> {
+        let members = self.details.get("during")?.get("members_io")?.as_array()?;
+        let io: Option<Vec<_>> = members
+            .iter()
+            .map(|m| {
+                let dev = m.get("device")?.as_str()?;
+                let name = dev.rsplit('/').next().unwrap_or(dev).to_string();
+                Some((name, m.get("reads")?.as_u64()?, m.get("writes")?.as_u64()?))
+            })
+            .collect();
+        io.filter(|v| !v.is_empty())
+    }
+
     /// The I/O scheduler the members had during the test, when all had the same one and
     /// the simulator models it: the host target records each member's
     /// `queue/scheduler` (`during.members[].device.scheduler`).
@@ -193,6 +210,27 @@ mod tests {
         assert_eq!(with(&["kyber", "kyber"]), None, "not modelled");
         assert_eq!(with(&[]), None);
         assert_eq!(Environment::default().members_scheduler(), None);
+    }
+
+    #[test]
+    fn members_io_names_each_member_by_its_device() {
+        let e: Environment = serde_json::from_value(json!({"during": {"members_io": [
+            {"device": "/dev/vda", "reads": 1135, "read_merges": 48642, "writes": 5},
+            {"device": "/dev/vdd", "reads": 366, "writes": 438},
+        ]}}))
+        .unwrap();
+        assert_eq!(
+            e.members_io(),
+            Some(vec![("vda".into(), 1135, 5), ("vdd".into(), 366, 438)])
+        );
+        let none: Environment =
+            serde_json::from_value(json!({"during": {"members_io": []}})).unwrap();
+        assert_eq!(none.members_io(), None, "an empty list");
+        let odd: Environment =
+            serde_json::from_value(json!({"during": {"members_io": [{"device": "/dev/vda"}]}}))
+                .unwrap();
+        assert_eq!(odd.members_io(), None, "counts missing");
+        assert_eq!(Environment::default().members_io(), None);
     }
 
     #[test]

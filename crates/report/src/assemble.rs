@@ -3,7 +3,7 @@
 //! commands, member I/O, IOPS log, anomaly sentences). `raidlab run`, `raidlab report`
 //! and the report benchmark all go through [`build`], so what is timed is what ships.
 
-use crate::{Detail, Row};
+use crate::{Detail, MemberCounts, Row};
 use raidlab_core::{stats, Case, DirectionFigures, DiskModel, Figures, Level};
 use raidlab_model::{baseline_key, expectation, iops_per_second};
 use raidlab_store::{Store, StoredResult};
@@ -160,13 +160,17 @@ pub fn build(store: &Store) -> Result<Built> {
                     .unwrap_or_default(),
                 members: results
                     .first()
-                    .map(|r| {
-                        r.figures
-                            .disk_util
-                            .iter()
-                            .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
-                            .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
-                            .collect()
+                    .map(|r| match r.environment.members_io() {
+                        Some(io) => (io, MemberCounts::BlockLayer),
+                        None => (
+                            r.figures
+                                .disk_util
+                                .iter()
+                                .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
+                                .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
+                                .collect(),
+                            MemberCounts::FioDiskUtil,
+                        ),
                     })
                     .unwrap_or_default(),
                 rebuild_mib_s_per_second: results

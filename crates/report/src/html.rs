@@ -37,6 +37,27 @@ type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 /// reads and writes together.
 /// What a case brings beyond its row's figures, read from the store: aligned with the
 /// rows by index (an empty list renders the report without per-case sections).
+/// Where a case's per-member I/O counts come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MemberCounts {
+    /// fio's `disk_util`: the disks fio found under the array when it started, so not a
+    /// member added while it ran (a rebuild's fresh member).
+    #[default]
+    FioDiskUtil,
+    /// The block layer's counters of every member over the run (`during.members_io`).
+    BlockLayer,
+}
+
+impl MemberCounts {
+    /// How the chart's legend names it.
+    pub fn legend(self) -> &'static str {
+        match self {
+            MemberCounts::FioDiskUtil => "fio disk_util",
+            MemberCounts::BlockLayer => "the block layer's counters",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Detail {
     /// The model's formula with its numbers.
@@ -47,8 +68,8 @@ pub struct Detail {
     pub environment: String,
     /// The exact commands the host target runs for the case.
     pub commands: Vec<String>,
-    /// Each member's (name, read I/Os, write I/Os) from fio's disk_util.
-    pub members: Vec<(String, u64, u64)>,
+    /// Each member's (name, read I/Os, write I/Os), and where they were counted.
+    pub members: (Vec<(String, u64, u64)>, MemberCounts),
     /// IOPS per second from the first repetition's iops log.
     pub iops_per_second: Vec<f64>,
     /// Mean latency (ms) per second from the first repetition's latency log.
@@ -707,10 +728,11 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
             let _ = write!(s, "<p class=\"anom\">{}</p>", esc(a));
         }
         let label = format!("{} · {}", r.array_label, r.workload_label());
-        if !d.members.is_empty() {
+        if !d.members.0.is_empty() {
             s.push_str(&share_chart(
                 &format!("{label}: I/O per member"),
-                &d.members,
+                &d.members.0,
+                d.members.1.legend(),
             ));
         }
         if !d.iops_per_second.is_empty() {

@@ -12,7 +12,7 @@ mod svg;
 
 pub use assemble::{build, AssembleError, Built};
 pub use axis::{Dim, Metric};
-pub use html::{Detail, Report};
+pub use html::{Detail, MemberCounts, Report};
 pub use row::{csv_columns, Row};
 pub use svg::{bar_chart, Bar};
 

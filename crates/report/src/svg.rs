@@ -595,8 +595,8 @@ pub fn line_chart(
 /// Per-member I/O counts as horizontal stacked bars (reads, writes) on an I/O axis, with
 /// each member's share of all member I/O: parity and copy load shows as uneven or
 /// doubled shares. Reads are `<rect class="member">`, writes `<rect class="member-w">`,
-/// both with `data-value`.
-pub fn share_chart(title: &str, members: &[(String, u64, u64)]) -> String {
+/// both with `data-value`; the legend names where the counts come from (`source`).
+pub fn share_chart(title: &str, members: &[(String, u64, u64)], source: &str) -> String {
     let total: u64 = members.iter().map(|m| m.1 + m.2).sum();
     let most = members.iter().map(|m| m.1 + m.2).max().unwrap_or(0) as f64;
     let row = 20.0;
@@ -633,7 +633,8 @@ pub fn share_chart(title: &str, members: &[(String, u64, u64)]) -> String {
     }
     let _ = write!(
         s,
-        r#"<text x="{l}" y="{y:.1}" class="lbl"><tspan fill="{c0}">■ reads</tspan> <tspan fill="{c1}">■ writes</tspan> (I/Os each member served, fio disk_util)</text></svg>"#,
+        r#"<text x="{l}" y="{y:.1}" class="lbl"><tspan fill="{c0}">■ reads</tspan> <tspan fill="{c1}">■ writes</tspan> (I/Os each member served, {src})</text></svg>"#,
+        src = esc(source),
         l = plot.left,
         y = h - 4.0,
         c0 = PALETTE[0],

@@ -350,6 +350,22 @@ fn run_both_rows(
             );
         }
     }
+    // The report draws each case's I/O per member from those counters: a bar for every
+    // member, the one being rebuilt included (fio's disk_util has none for it).
+    let html = std::fs::read_to_string(vm.join("report.html")).unwrap();
+    let members: usize = results
+        .iter()
+        .map(|r| {
+            let case = stored_cases.iter().find(|c| c.id == r.case_id).unwrap();
+            case.array.disks as usize
+        })
+        .sum();
+    assert_eq!(
+        html.matches("class=\"member\"").count(),
+        members,
+        "member bars in the vm report"
+    );
+    assert!(html.contains("I/Os each member served, the block layer's counters"));
     let (v, s) = (figures(&vm), figures(&sim));
     for ((l, lay, rw, a), (_, _, _, b)) in v.iter().zip(&s) {
         eprintln!(
