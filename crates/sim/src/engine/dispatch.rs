@@ -2,7 +2,11 @@
 //! with phases of member operations; read balancing picks a copy; completions walk the
 //! phases back to the host I/O.
 
+use super::background::MERGE_MAX;
 use super::*;
+
+/// The tag of a command the plug merged: the index of the tags it completes.
+const MERGED: u64 = 1 << 63;
 
 impl<D: Member> Engine<D> {
     pub(super) fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {
@@ -271,6 +275,10 @@ impl<D: Member> Engine<D> {
                 tag: part_id as u64 | (i as u64) << 32,
                 stream,
             };
+            if self.plugging && !sync && !flush && self.spans_chunks(part_id) {
+                self.plugged.push((p.disk, op));
+                continue;
+            }
             self.member_submit(p.disk, op);
             if self.done.len() > base {
                 self.complete_from(base);
@@ -293,6 +301,10 @@ impl<D: Member> Engine<D> {
     /// A member command of a part completed (`tag`: the part, and above it the piece).
     #[inline]
     pub(super) fn op_done(&mut self, tag: u64) {
+        if tag & MERGED != 0 {
+            self.merged_done(tag);
+            return;
+        }
         let part_id = tag as u32;
         if self.idle_test.is_some() {
             self.count_for_idle_test(part_id, (tag >> 32) as usize);
@@ -302,6 +314,103 @@ impl<D: Member> Engine<D> {
         if part.pending == 0 {
             self.phase_done(part_id);
         }
+    }
+
+    /// Whether a part serves host I/O that covers more than one chunk: only such I/O has
+    /// member commands contiguous with each other to merge (a 4 KiB I/O goes out alone,
+    /// at once, as before the plug was modelled).
+    fn spans_chunks(&mut self, part_id: u32) -> bool {
+        let chunk = self.geo.chunk;
+        let part = self.parts.get(part_id);
+        if part.job != Job::Host {
+            return false;
+        }
+        let hosts = std::mem::take(&mut part.hosts);
+        let spans = hosts.iter().any(|&h| {
+            let h = self.hosts.get(h);
+            h.len > chunk || h.offset / chunk != (h.offset + h.len - 1) / chunk
+        });
+        self.parts.get(part_id).hosts = hosts;
+        spans
+    }
+
+    /// A merged command completed: each command merged into it did.
+    #[inline(never)]
+    fn merged_done(&mut self, tag: u64) {
+        let i = (tag & !MERGED) as usize;
+        let tags = std::mem::take(&mut self.merged[i]);
+        self.merged_free.push(i as u32);
+        for &t in &tags {
+            self.op_done(t);
+        }
+        // Keep the allocation for the next merge.
+        let mut tags = tags;
+        tags.clear();
+        self.merged[i] = tags;
+    }
+
+    /// Release raid5d's plug: the member commands of host I/O held since the event began
+    /// go to the members in the order they were sent, except that one contiguous with the
+    /// last command held for its member (same direction and submitter) joins it, up to
+    /// `max_sectors_kb` ([`MERGE_MAX`]), as the block layer back-merges the bios raid5d
+    /// submits for consecutive stripes under its plug (`blk_attempt_plug_merge`). What
+    /// completes at once is handled, and what that submits is merged in turn.
+    pub(super) fn unplug(&mut self) {
+        while !self.plugged.is_empty() {
+            let mut ops = std::mem::take(&mut self.plugged);
+            // Merge in place: `out` commands kept, each with the tags merged into it.
+            let mut last = std::mem::take(&mut self.plug_last);
+            last.clear();
+            last.resize(self.devices.len(), usize::MAX);
+            let mut kept = 0;
+            for i in 0..ops.len() {
+                let (disk, op) = ops[i];
+                let l = last[disk as usize];
+                if l != usize::MAX {
+                    let prev = &mut ops[l].1;
+                    if prev.write == op.write
+                        && prev.stream == op.stream
+                        && prev.offset + prev.len == op.offset
+                        && prev.len + op.len <= MERGE_MAX
+                    {
+                        prev.len += op.len;
+                        let k = if prev.tag & MERGED != 0 {
+                            (prev.tag & !MERGED) as usize
+                        } else {
+                            let k = match self.merged_free.pop() {
+                                Some(k) => k as usize,
+                                None => {
+                                    self.merged.push(Vec::new());
+                                    self.merged.len() - 1
+                                }
+                            };
+                            self.merged[k].push(prev.tag);
+                            prev.tag = MERGED | k as u64;
+                            k
+                        };
+                        self.merged[k].push(op.tag);
+                        continue;
+                    }
+                }
+                ops[kept] = (disk, op);
+                last[disk as usize] = kept;
+                kept += 1;
+            }
+            ops.truncate(kept);
+            self.plug_last = last;
+            let base = self.done.len();
+            self.plugging = false;
+            for &(disk, op) in &ops {
+                self.member_submit(disk, op);
+            }
+            ops.clear();
+            self.plugged = ops;
+            self.plugging = true;
+            if self.done.len() > base {
+                self.complete_from(base);
+            }
+        }
+        self.plugging = false;
     }
 
     /// md's idle test counts what each member completed: the sync's commands, or the

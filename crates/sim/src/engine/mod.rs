@@ -523,6 +523,17 @@ pub struct Engine<D> {
     /// found and cuts the stack back to it (`complete_from`).
     done: Vec<u64>,
     adapter: Adapter,
+    /// raid5d's block plug (md raid5/6): the member commands of host I/O that one event
+    /// submits are held and merged where contiguous on a member ([`Engine::unplug`]).
+    /// Only where a host I/O can cover more than one chunk (`plug_merges`).
+    plug_merges: bool,
+    plugging: bool,
+    plugged: Vec<(u32, MemberOp)>,
+    /// The tags each merged command completes, by the index its own tag carries.
+    merged: Vec<Vec<u64>>,
+    merged_free: Vec<u32>,
+    /// Per member, the held command a contiguous one would join (scratch for `unplug`).
+    plug_last: Vec<usize>,
 }
 
 /// The event queue as a device sees it: its wake-ups become `Ev::Dev` events of its disk,
@@ -749,6 +760,14 @@ impl<D: Member> Engine<D> {
             array_ios: [0, 0],
             events: 0,
             done: Vec::new(),
+            plug_merges: case.array.engine == FsEngine::Md
+                && matches!(spec.level, Level::Raid5 | Level::Raid6)
+                && (w.bs.0 > geo.chunk || geo.chunk % w.bs.0 != 0 || w.offset.0 % w.bs.0 != 0),
+            plugging: false,
+            plugged: Vec::new(),
+            merged: Vec::new(),
+            merged_free: Vec::new(),
+            plug_last: Vec::new(),
             adapter: Adapter {
                 slots: case.disks.host_queue.unwrap_or(u32::MAX),
                 busy: 0,
@@ -839,7 +858,11 @@ impl<D: Member> Engine<D> {
                 }
                 self.now = t.at;
                 self.events += 1;
+                self.plugging = self.plug_merges;
                 self.flush_timer(t.stripe, t.gen);
+                if self.plugging {
+                    self.unplug();
+                }
                 continue;
             }
             let (at, _, ev) = self.heap.pop().expect("peeked");
@@ -848,6 +871,7 @@ impl<D: Member> Engine<D> {
             }
             self.now = at;
             self.events += 1;
+            self.plugging = self.plug_merges;
             match ev {
                 Ev::Issue { slot } => self.issue(slot),
                 Ev::IssueAfterCpu { slot } => self.issue_ready(slot),
@@ -864,6 +888,9 @@ impl<D: Member> Engine<D> {
                     self.sync_at_measure = self.resync.as_ref().map(|r| r.done);
                 }
                 Ev::Resume { job } => self.resume(job),
+            }
+            if self.plugging {
+                self.unplug();
             }
         }
         SimRun {
