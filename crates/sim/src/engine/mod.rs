@@ -762,7 +762,9 @@ impl<D: Member> Engine<D> {
             done: Vec::new(),
             plug_merges: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6)
-                && (w.bs.0 > geo.chunk || geo.chunk % w.bs.0 != 0 || w.offset.0 % w.bs.0 != 0),
+                && (w.bs.0 > geo.chunk
+                    || !geo.chunk.is_multiple_of(w.bs.0)
+                    || !w.offset.0.is_multiple_of(w.bs.0)),
             plugging: false,
             plugged: Vec::new(),
             merged: Vec::new(),
