@@ -57,8 +57,14 @@ fn lab_dir() -> PathBuf {
 }
 
 fn raidlab(args: &[&str]) -> Output {
+    raidlab_env(args, &[])
+}
+
+/// [`raidlab`] with more of the environment set (`RAIDLAB_VM_TRACE`).
+fn raidlab_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_raidlab"))
         .args(args)
+        .envs(env.iter().copied())
         .env("RAIDLAB_LAB_DIR", lab_dir())
         .env(
             "PATH",
@@ -594,20 +600,18 @@ fn md_idle_test_replayed_from_the_kernels_trace() {
     )
     .unwrap();
     let out = tmp.path().join("vm");
-    let o = Command::new(env!("CARGO_BIN_EXE_raidlab"))
-        .args([
+    let o = raidlab_env(
+        &[
             "run",
             plan.to_str().unwrap(),
             "--target",
             "vm",
             "-q",
             "--out",
-        ])
-        .arg(&out)
-        .env("RAIDLAB_LAB_DIR", lab_dir())
-        .env("RAIDLAB_VM_TRACE", "1")
-        .output()
-        .unwrap();
+            out.to_str().unwrap(),
+        ],
+        &[("RAIDLAB_VM_TRACE", "1")],
+    );
     assert!(o.status.success(), "{}", text(&o));
     let boot = out.join(".vm").join("boot-1").join("results");
     let case = std::fs::read_dir(&boot)
