@@ -33,10 +33,6 @@ td,th{border:1px solid #ddd;padding:3px 6px;text-align:right}td:nth-child(-n+4),
 /// A chart: title, unit, and the figure it plots.
 type Series = (&'static str, &'static str, fn(&Row) -> Option<f64>);
 
-/// The figure a workload is judged by: bandwidth for large blocks, IOPS for small ones,
-/// reads and writes together.
-/// What a case brings beyond its row's figures, read from the store: aligned with the
-/// rows by index (an empty list renders the report without per-case sections).
 /// Where a case's per-member I/O counts come from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MemberCounts {
@@ -58,6 +54,8 @@ impl MemberCounts {
     }
 }
 
+/// What a case brings beyond its row's figures, read from the store: aligned with the
+/// rows by index (an empty list renders the report without per-case sections).
 #[derive(Debug, Clone, Default)]
 pub struct Detail {
     /// The model's formula with its numbers.

@@ -31,11 +31,11 @@ pub struct Job {
 
 /// The guest kernel's own account of a case, for holding the simulator's md against it
 /// event by event: every bio queued on and every request completed by a block device
-/// (`block:block_bio_queue`, `block:block_rq_complete`, with the submitting thread), and
-/// every answer of md's idle test (a return probe on `md_mod`'s `is_mddev_idle`,
-/// `raidlab_idle`, `ret=0x0` busy), and every head raid5 added to its stripe cache
-/// (`raidlab_grow`, `grow_one_stripe`, `ret=0x1` grown). Written as ftrace's text to `trace.txt` in the case's
-/// directory; a 15 s recovery under load takes about 20 MB.
+/// (`block:block_bio_queue`, `block:block_rq_complete`, with the submitting thread), every
+/// answer of md's idle test (a return probe on `md_mod`'s `is_mddev_idle`, `raidlab_idle`,
+/// `ret=0x0` busy), and every head raid5 added to its stripe cache (`raidlab_grow`, on
+/// `grow_one_stripe`, `ret=0x1` grown). Written as ftrace's text to `trace.txt` in the
+/// case's directory; a 15 s recovery under load takes about 23 MB.
 pub struct Trace;
 
 const TRACING: &str = "/sys/kernel/tracing";

@@ -259,6 +259,7 @@ impl<D: Member> Engine<D> {
         let sync = part.job == Job::Resync;
         let stream = self.stream_of(part_id);
         let base = self.done.len();
+        let plug = self.plugging && !sync && !flush && self.spans_chunks(part_id);
         for i in 0..n {
             let p = self.parts.get(part_id).phases[phase].1[i];
             if sync {
@@ -275,7 +276,7 @@ impl<D: Member> Engine<D> {
                 tag: part_id as u64 | (i as u64) << 32,
                 stream,
             };
-            if self.plugging && !sync && !flush && self.spans_chunks(part_id) {
+            if plug {
                 self.plugged.push((p.disk, op));
                 continue;
             }
@@ -338,15 +339,14 @@ impl<D: Member> Engine<D> {
     #[inline(never)]
     fn merged_done(&mut self, tag: u64) {
         let i = (tag & !MERGED) as usize;
-        let tags = std::mem::take(&mut self.merged[i]);
-        self.merged_free.push(i as u32);
+        let mut tags = std::mem::take(&mut self.merged[i]);
         for &t in &tags {
             self.op_done(t);
         }
-        // Keep the allocation for the next merge.
-        let mut tags = tags;
+        // The slot, with its allocation, for the next merge.
         tags.clear();
         self.merged[i] = tags;
+        self.merged_free.push(i as u32);
     }
 
     /// Release raid5d's plug: the member commands of host I/O held since the event began
@@ -358,7 +358,7 @@ impl<D: Member> Engine<D> {
     pub(super) fn unplug(&mut self) {
         while !self.plugged.is_empty() {
             let mut ops = std::mem::take(&mut self.plugged);
-            // Merge in place: `out` commands kept, each with the tags merged into it.
+            // Merge in place: the first `kept` entries are the commands that go out.
             let mut last = std::mem::take(&mut self.plug_last);
             last.clear();
             last.resize(self.devices.len(), usize::MAX);
