@@ -164,10 +164,18 @@ impl Plan {
             )));
         }
         if kind == TargetKind::Sim {
+            // `rate_iops` is modelled where the workload has one direction.
             let mut options: Vec<String> = self
                 .cases()
                 .iter()
-                .flat_map(|c| c.workload.fio.extra.keys().cloned())
+                .flat_map(|c| {
+                    let w = &c.workload;
+                    w.fio
+                        .extra
+                        .keys()
+                        .filter(move |k| !(*k == "rate_iops" && w.rate_iops().is_some()))
+                        .cloned()
+                })
                 .collect();
             options.sort();
             options.dedup();

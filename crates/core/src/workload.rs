@@ -149,6 +149,21 @@ impl FioOptions {
 }
 
 impl Workload {
+    /// fio's `rate_iops` from `[workloads.fio]`: the I/Os per second each job may issue,
+    /// for a workload of one direction (fio reads `N` as every direction's cap, `R,W` as
+    /// the reads' and the writes', an empty value as none). `None` without it, for a mix
+    /// of reads and writes, or for a value that is not a positive integer.
+    pub fn rate_iops(&self) -> Option<u32> {
+        let v = self.fio.extra.get("rate_iops")?;
+        let caps: Vec<&str> = v.split(',').map(str::trim).collect();
+        let cap = match self.rw {
+            Rw::Read | Rw::RandRead => caps.first(),
+            Rw::Write | Rw::RandWrite => caps.get(1).or(caps.first()),
+            _ => None,
+        }?;
+        cap.parse().ok().filter(|&n: &u32| n > 0)
+    }
+
     /// Short label such as `randwrite 4k qd4×1`.
     pub fn label(&self) -> String {
         format!(

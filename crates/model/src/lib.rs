@@ -41,6 +41,26 @@ pub fn expectation(
     model: Option<&DiskModel>,
     baseline: Option<&Figures>,
 ) -> Option<Expectation> {
+    let mut e = unpaced(case, model, baseline)?;
+    // fio's `rate_iops` holds each job to its rate: the expectation is no higher.
+    let w = &case.workload;
+    if let Some(rate) = w.rate_iops() {
+        let cap = rate as f64 * w.numjobs as f64;
+        if e.iops > cap {
+            e.bw_bytes_s *= cap / e.iops;
+            e.iops = cap;
+            e.formula += &format!(" (fio's rate_iops: {rate} per job)");
+        }
+    }
+    Some(e)
+}
+
+/// [`expectation`] as the array and its members allow, before fio's own rate.
+fn unpaced(
+    case: &Case,
+    model: Option<&DiskModel>,
+    baseline: Option<&Figures>,
+) -> Option<Expectation> {
     let w = &case.workload;
     let a = &case.array;
     // The rules below are a healthy array's; a degraded one has no model yet (issue 17),

@@ -780,3 +780,22 @@ fn preconditioning_is_part_of_the_case() {
         ("run.precondition", Some("99"))
     );
 }
+
+/// `rate_iops` as fio reads it, for the workloads the simulator paces: one value caps
+/// every direction, `R,W` reads and writes apart, an empty value none; a mix is not paced.
+#[test]
+fn rate_iops_is_read_per_direction_as_fio_does() {
+    let rate = |rw: &str, value: &str| {
+        let text = format!(
+            "name = \"r\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\n[workloads]\nrw = \"{rw}\"\n[workloads.fio]\nrate_iops = \"{value}\"\n"
+        );
+        parse(&text).unwrap().cases()[0].workload.rate_iops()
+    };
+    assert_eq!(rate("randread", "40"), Some(40));
+    assert_eq!(rate("randwrite", "40"), Some(40));
+    assert_eq!(rate("randread", "40,20"), Some(40));
+    assert_eq!(rate("write", "40,20"), Some(20));
+    assert_eq!(rate("randwrite", "40,"), None, "writes left uncapped");
+    assert_eq!(rate("randrw", "40"), None, "a mix is not paced");
+    assert_eq!(rate("randread", "0"), None);
+}

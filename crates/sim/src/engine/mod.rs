@@ -493,6 +493,11 @@ pub struct Engine<D> {
     /// thread is next free: one fio job issues no faster than its CPU allows.
     cpu_per_io: Nanos,
     cpu_free: Vec<Nanos>,
+    /// fio's `rate_iops` ([`raidlab_core::Workload::rate_iops`]): a job's k-th I/O goes in no sooner than
+    /// k of these after its start (fio's linear rate: a job that fell behind catches up).
+    rate_gap: Option<Nanos>,
+    /// Per job: when its next I/O is due under `rate_gap`.
+    rate_due: Vec<Nanos>,
     /// Jobs whose blocked writes were just admitted (`stripe_done`'s scratch).
     unblocked_jobs: Vec<u32>,
     /// `plan_stripe_into`'s read output when only the writes are wanted.
@@ -742,6 +747,8 @@ impl<D: Member> Engine<D> {
             submitters: (0..w.numjobs).map(|_| Submitter::default()).collect(),
             cpu_per_io: cpu_per_io(&w.ioengine),
             cpu_free: vec![Nanos(0); w.numjobs as usize],
+            rate_gap: w.rate_iops().map(|n| Nanos(1_000_000_000 / n as u64)),
+            rate_due: vec![Nanos(0); w.numjobs as usize],
             unblocked_jobs: Vec::new(),
             spare_reads: Vec::new(),
             bitmap,

@@ -21,7 +21,12 @@ impl<D: Member> Engine<D> {
             return;
         }
         let job = self.slot_job[slot as usize] as usize;
-        let start = self.now.max(self.cpu_free[job]);
+        let mut start = self.now.max(self.cpu_free[job]);
+        if let Some(gap) = self.rate_gap {
+            let due = self.rate_due[job];
+            start = start.max(due);
+            self.rate_due[job] = due + gap;
+        }
         self.cpu_free[job] = start + self.cpu_per_io;
         if start > self.now {
             self.schedule(start, Ev::IssueAfterCpu { slot });
