@@ -101,6 +101,9 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     macro_rules! go {
         ($make:expr) => {{
             let mut e = Engine::new(case, how.member, seed, $make);
+            if matches!(model.kind, DiskKind::Throttle(_)) {
+                e = e.merge_max(engine::VIRTIO_MERGE_MAX);
+            }
             if let Some(at) = how.rebuild_from {
                 e = e.rebuild_from(at);
             }

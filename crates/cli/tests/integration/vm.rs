@@ -505,8 +505,8 @@ fn md_rebuild_in_one_boot() {
     let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 5);
     // The last case: raid5 with `sync_speed_min` at md's maximum, so that md's governor
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
-    // requests and the members (guest 22.7-23.7 MiB/s against the simulator's 26.3 in three boots,
-    // docs/vm-lab.md). Under the default minimum the governor's idle test decides, and
+    // requests and the members (guest 22.7-23.7 MiB/s in three boots against the simulator's
+    // 22.6 with requests of at most virtio's 1,016 KiB, 26.3 at 1,280; docs/vm-lab.md). Under the default minimum the governor's idle test decides, and
     // there the simulator is further off (below).
     let (vm, sim) = (&vm_rows[4], &sim_rows[4]);
     let (a, b) = (
@@ -570,6 +570,53 @@ fn md_rebuild_in_one_boot() {
         } else {
             within(&what, *b, *a, 0.15);
         }
+    }
+}
+
+/// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
+/// 30 a second) leave the members' throttle to md, and the guest repeats itself: raid6
+/// 44.8 / 45.8, raid5 46.9 / 44.3, raid10 54.5 / 54.1, raid1 31.8 / 30.5 MiB/s in two
+/// boots, where under a saturating workload its recoveries vary by ×1.5–×4
+/// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does and recovers
+/// raid5 and raid6 within 15 % (44.6, 43.5); raid10 (43.3) and raid1 (38.0) are open gaps
+/// (issue 17, docs/vm-lab.md), held at 30 %.
+#[test]
+fn md_rebuild_under_a_light_workload() {
+    let Some(_g) = booting() else {
+        return;
+    };
+    let body = format!(
+        "{THROTTLED}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30\n"
+    );
+    let (_tmp, vm, sim) = on_vm_and_sim("vm-rebuild-light", &body);
+    let (vm_rows, sim_rows) = (rows(&vm), rows(&sim));
+    assert_eq!(vm_rows.len(), 4);
+    for (v, s) in vm_rows.iter().zip(&sim_rows) {
+        let label = v["array_label"].as_str().unwrap();
+        let (vi, si) = (
+            v["read_iops"].as_f64().unwrap(),
+            s["read_iops"].as_f64().unwrap(),
+        );
+        let (a, b) = (
+            v["rebuild_mib_s"]
+                .as_f64()
+                .expect("the vm recorded the recovery"),
+            s["rebuild_mib_s"].as_f64().unwrap(),
+        );
+        eprintln!("{label}: vm {vi:.1} IOPS, {a:.2} MiB/s; sim {si:.1} IOPS, {b:.2} MiB/s");
+        // fio holds the rate in the guest, and the simulator paces it as fio does.
+        within(&format!("{label}: the guest's rate"), vi, 30.0, 0.03);
+        within(&format!("{label}: the simulator's rate"), si, 30.0, 0.01);
+        let tol = match v["level"].as_str() {
+            Some("raid5" | "raid6") => 0.15,
+            _ => 0.30,
+        };
+        within(
+            &format!("sim predicting vm, {label}'s recovery under light load"),
+            b,
+            a,
+            tol,
+        );
     }
 }
 

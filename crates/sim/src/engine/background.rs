@@ -3,9 +3,16 @@
 
 use super::*;
 
-/// The largest request the block layer builds from merged sync bios: `max_sectors_kb`'s
-/// default (`BLK_DEF_MAX_SECTORS`, 2560 sectors).
-pub(super) const MERGE_MAX: u64 = 1280 << 10;
+/// The largest request the block layer builds from merged bios: `max_sectors_kb`'s
+/// default (`BLK_DEF_MAX_SECTORS`, 2560 sectors), unless the member's driver takes fewer
+/// segments ([`VIRTIO_MERGE_MAX`]).
+pub const MERGE_MAX: u64 = 1280 << 10;
+
+/// The largest merged request a VM-lab member (qemu's virtio-blk, the `throttle` models)
+/// takes: md's stripe and resync buffers are pages of 4 KiB each, one segment apiece, and
+/// qemu offers `seg_max` = queue size − 2 = 254 of them (the guest's recovery requests in
+/// docs/vm-lab.md stop at exactly 1,016 KiB).
+pub const VIRTIO_MERGE_MAX: u64 = 254 * 4096;
 
 /// Stripe heads a raid5/6 sync window holds: one per 4 KiB row of md's check window.
 pub(super) const WINDOW_ROWS: u64 = resync::STEP / ROW;
@@ -15,7 +22,7 @@ impl<D: Member> Engine<D> {
     /// speed after each as `md_do_sync` does (see `resync.rs`).
     ///
     /// What it issues without waiting in between reaches each member as one request, up
-    /// to the member's `max_sectors_kb` ([`MERGE_MAX`]): `md_do_sync` (and raid5d, which
+    /// to the member's largest request ([`MERGE_MAX`], `Engine::merge_max`): `md_do_sync` (and raid5d, which
     /// submits a raid5/6 sync's stripes) holds a block plug, and the block layer merges
     /// the contiguous bios under it until the thread sleeps. So a sync that goes on
     /// without waiting costs its members few, large commands; one that waits after each
@@ -41,7 +48,7 @@ impl<D: Member> Engine<D> {
         } else {
             pace.windows as u64
         };
-        let largest = ((buffers / 2).max(1) * pace.unit).min(MERGE_MAX);
+        let largest = ((buffers / 2).max(1) * pace.unit).min(self.merge_max);
         let mut group = passed;
         let mut look = passed.is_some();
         loop {

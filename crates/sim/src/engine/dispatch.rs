@@ -2,7 +2,6 @@
 //! with phases of member operations; read balancing picks a copy; completions walk the
 //! phases back to the host I/O.
 
-use super::background::MERGE_MAX;
 use super::*;
 
 /// The tag of a command the plug merged: the index of the tags it completes.
@@ -352,7 +351,7 @@ impl<D: Member> Engine<D> {
     /// Release raid5d's plug: the member commands of host I/O held since the event began
     /// go to the members in the order they were sent, except that one contiguous with the
     /// last command held for its member (same direction and submitter) joins it, up to
-    /// `max_sectors_kb` ([`MERGE_MAX`]), as the block layer back-merges the bios raid5d
+    /// the member's largest request (`merge_max`), as the block layer back-merges the bios raid5d
     /// submits for consecutive stripes under its plug (`blk_attempt_plug_merge`). What
     /// completes at once is handled, and what that submits is merged in turn.
     pub(super) fn unplug(&mut self) {
@@ -371,7 +370,7 @@ impl<D: Member> Engine<D> {
                     if prev.write == op.write
                         && prev.stream == op.stream
                         && prev.offset + prev.len == op.offset
-                        && prev.len + op.len <= MERGE_MAX
+                        && prev.len + op.len <= self.merge_max
                     {
                         prev.len += op.len;
                         let k = if prev.tag & MERGED != 0 {

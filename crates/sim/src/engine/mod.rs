@@ -32,6 +32,7 @@ use std::collections::{HashMap, VecDeque};
 
 mod adapter;
 mod background;
+pub use background::{MERGE_MAX, VIRTIO_MERGE_MAX};
 mod dispatch;
 mod stripes;
 mod submit;
@@ -532,6 +533,9 @@ pub struct Engine<D> {
     /// submits are held and merged where contiguous on a member ([`Engine::unplug`]).
     /// Only where a host I/O can cover more than one chunk (`plug_merges`).
     plug_merges: bool,
+    /// The largest request merged bios make on a member (`max_sectors_kb`, or fewer
+    /// segments than that: [`Engine::merge_max`]).
+    merge_max: u64,
     plugging: bool,
     plugged: Vec<(u32, MemberOp)>,
     /// The tags each merged command completes, by the index its own tag carries.
@@ -772,6 +776,7 @@ impl<D: Member> Engine<D> {
                 && (w.bs.0 > geo.chunk
                     || !geo.chunk.is_multiple_of(w.bs.0)
                     || !w.offset.0.is_multiple_of(w.bs.0)),
+            merge_max: background::MERGE_MAX,
             plugging: false,
             plugged: Vec::new(),
             merged: Vec::new(),
@@ -807,6 +812,13 @@ impl<D: Member> Engine<D> {
         if let Some(t) = self.idle_test.as_mut() {
             t.prime();
         }
+        self
+    }
+
+    /// The largest request merged bios make on a member: `bytes` instead of
+    /// `max_sectors_kb`'s 1,280 KiB (a driver with fewer segments for md's page buffers).
+    pub fn merge_max(mut self, bytes: u64) -> Self {
+        self.merge_max = bytes.clamp(4096, background::MERGE_MAX);
         self
     }
 
