@@ -101,15 +101,7 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     macro_rules! go {
         ($make:expr) => {{
             let mut e = Engine::new(case, how.member, seed, $make);
-            // raid5/6 stripe pages are one segment each; raid1/10's resync buffers are
-            // often contiguous pages, which merge into fewer (the guest's raid1 requests
-            // reach 1,280 KiB).
-            if matches!(model.kind, DiskKind::Throttle(_))
-                && matches!(
-                    case.array.level,
-                    raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
-                )
-            {
+            if matches!(model.kind, DiskKind::Throttle(_)) {
                 e = e.merge_max(engine::VIRTIO_MERGE_MAX);
             }
             if let Some(at) = how.rebuild_from {
