@@ -152,27 +152,31 @@ pub fn build(store: &Store) -> Result<Built> {
                     row.risk(case, model.capacity().0 as f64);
                 }
             }
+            // Each member's I/O: the block layer's counts where the target recorded them
+            // (a member being rebuilt included), else fio's disk_util.
+            let (members, members_counted) = results
+                .first()
+                .map(|r| match r.environment.members_io() {
+                    Some(io) => (io, MemberCounts::BlockLayer),
+                    None => (
+                        r.figures
+                            .disk_util
+                            .iter()
+                            .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
+                            .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
+                            .collect(),
+                        MemberCounts::FioDiskUtil,
+                    ),
+                })
+                .unwrap_or_default();
             let mut detail = Detail {
                 environment: results
                     .first()
                     .map(|r| serde_json::to_string_pretty(&r.environment))
                     .transpose()?
                     .unwrap_or_default(),
-                members: results
-                    .first()
-                    .map(|r| match r.environment.members_io() {
-                        Some(io) => (io, MemberCounts::BlockLayer),
-                        None => (
-                            r.figures
-                                .disk_util
-                                .iter()
-                                .filter(|d| d.aggr_read_ios.is_none() && d.aggr_write_ios.is_none())
-                                .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
-                                .collect(),
-                            MemberCounts::FioDiskUtil,
-                        ),
-                    })
-                    .unwrap_or_default(),
+                members,
+                members_counted,
                 rebuild_mib_s_per_second: results
                     .first()
                     .and_then(|r| r.environment.rebuild.as_ref())

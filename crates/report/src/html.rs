@@ -66,8 +66,10 @@ pub struct Detail {
     pub environment: String,
     /// The exact commands the host target runs for the case.
     pub commands: Vec<String>,
-    /// Each member's (name, read I/Os, write I/Os), and where they were counted.
-    pub members: (Vec<(String, u64, u64)>, MemberCounts),
+    /// Each member's (name, read I/Os, write I/Os).
+    pub members: Vec<(String, u64, u64)>,
+    /// Where `members` were counted.
+    pub members_counted: MemberCounts,
     /// IOPS per second from the first repetition's iops log.
     pub iops_per_second: Vec<f64>,
     /// Mean latency (ms) per second from the first repetition's latency log.
@@ -726,11 +728,11 @@ fn cases(s: &mut String, rows: &[Row], details: &[Detail]) {
             let _ = write!(s, "<p class=\"anom\">{}</p>", esc(a));
         }
         let label = format!("{} · {}", r.array_label, r.workload_label());
-        if !d.members.0.is_empty() {
+        if !d.members.is_empty() {
             s.push_str(&share_chart(
                 &format!("{label}: I/O per member"),
-                &d.members.0,
-                d.members.1.legend(),
+                &d.members,
+                d.members_counted.legend(),
             ));
         }
         if !d.iops_per_second.is_empty() {

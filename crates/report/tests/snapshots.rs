@@ -77,14 +77,12 @@ fn rows() -> (Vec<Row>, Vec<Detail>) {
             anomalies: sentences,
             environment: serde_json::to_string(&env).unwrap(),
             commands: vec!["mdadm --create …".into()],
-            members: (
-                runs[0]
-                    .disk_util
-                    .iter()
-                    .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
-                    .collect(),
-                raidlab_report::MemberCounts::FioDiskUtil,
-            ),
+            members: runs[0]
+                .disk_util
+                .iter()
+                .map(|d| (d.name.clone(), d.read_ios, d.write_ios))
+                .collect(),
+            members_counted: raidlab_report::MemberCounts::FioDiskUtil,
             iops_per_second: log,
             lat_ms_per_second: Vec::new(),
             rebuild_mib_s_per_second: Vec::new(),

@@ -325,13 +325,10 @@ impl<D: Member> Engine<D> {
         if part.job != Job::Host {
             return false;
         }
-        let hosts = std::mem::take(&mut part.hosts);
-        let spans = hosts.iter().any(|&h| {
+        part.hosts.iter().any(|&h| {
             let h = self.hosts.get(h);
             h.len > chunk || h.offset / chunk != (h.offset + h.len - 1) / chunk
-        });
-        self.parts.get(part_id).hosts = hosts;
-        spans
+        })
     }
 
     /// A merged command completed: each command merged into it did.
