@@ -101,7 +101,14 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     macro_rules! go {
         ($make:expr) => {{
             let mut e = Engine::new(case, how.member, seed, $make);
-            if matches!(model.kind, DiskKind::Throttle(_)) {
+            // raid5/6 stripe pages are one segment each; raid1/10's sync buffers merge
+            // into fewer (`VIRTIO_MERGE_MAX`).
+            if matches!(model.kind, DiskKind::Throttle(_))
+                && matches!(
+                    case.array.level,
+                    raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
+                )
+            {
                 e = e.merge_max(engine::VIRTIO_MERGE_MAX);
             }
             if let Some(at) = how.rebuild_from {
@@ -183,7 +190,7 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
                 },
             );
             let sync = run.sync.expect("a rebuilding case recovers");
-            let rate = sync.measured as f64 / sync.window.as_secs_f64();
+            let rate = sync.rate();
             if rate > 0.0 || window >= SAMPLE_LONGEST {
                 break rate;
             }
@@ -216,7 +223,7 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
     let readd = case.array.re_adds();
     let rebuild = match (case.array.state, &run.sync) {
         (ArrayState::Rebuilding, Some(sync)) => {
-            let rate = sync.measured as f64 / sync.window.as_secs_f64();
+            let rate = sync.rate();
             Some(RebuildFigures {
                 mib_s: rate / 1_048_576.0,
                 seconds: sync.finished_at.map(|t| t.as_secs_f64()),

@@ -9,9 +9,11 @@ use super::*;
 pub const MERGE_MAX: u64 = 1280 << 10;
 
 /// The largest merged request a VM-lab member (qemu's virtio-blk, the `throttle` models)
-/// takes: md's stripe and resync buffers are pages of 4 KiB each, one segment apiece, and
-/// qemu offers `seg_max` = queue size − 2 = 254 of them (the guest's recovery requests in
-/// docs/vm-lab.md stop at exactly 1,016 KiB).
+/// takes from raid5/6: md's stripe pages are 4 KiB each, one segment apiece, and qemu
+/// offers `seg_max` = queue size − 2 = 254 of them (the guest's raid5/6 recovery requests
+/// in docs/vm-lab.md stop at exactly 1,016 KiB). raid1/10's sync buffers are 64 KiB of
+/// pages that are mostly contiguous, so fewer segments: the guest's raid1 and raid10
+/// recovery requests reach 20 buffers, 1,280 KiB ([`MERGE_MAX`]).
 pub const VIRTIO_MERGE_MAX: u64 = 254 * 4096;
 
 /// Stripe heads a raid5/6 sync window holds: one per 4 KiB row of md's check window.

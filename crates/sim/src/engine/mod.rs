@@ -240,12 +240,32 @@ pub struct SyncRun {
     pub size: u64,
     /// Member bytes synced during the measured window (ramp excluded).
     pub measured: u64,
-    /// The window's length.
+    /// When the measured window began (the workload's ramp), and its length.
+    pub window_from: Nanos,
     pub window: Nanos,
     /// When the sync reached the end of the member, from the start of the run.
     pub finished_at: Option<Nanos>,
     /// Member bytes synced in each second of the measured window.
     pub per_sec: Vec<u64>,
+}
+
+impl SyncRun {
+    /// The sync's speed in bytes per second while it ran, as the host and VM targets
+    /// measure it: over the measured window, or up to its end when it ended within the
+    /// window; a sync that ended before the window began (within the ramp: a short
+    /// remainder of a member) over its whole run.
+    pub fn rate(&self) -> f64 {
+        let secs = |n: Nanos| n.as_secs_f64();
+        match self.finished_at {
+            Some(t) if t <= self.window_from => {
+                (self.size - self.from) as f64 / secs(t).max(f64::MIN_POSITIVE)
+            }
+            Some(t) if t < self.window_from + self.window => {
+                self.measured as f64 / secs(t - self.window_from)
+            }
+            _ => self.measured as f64 / secs(self.window),
+        }
+    }
 }
 
 struct HostIo {
@@ -933,6 +953,7 @@ impl<D: Member> Engine<D> {
                     done: r.done,
                     size: r.size,
                     measured: r.done - at_start,
+                    window_from: self.measure_from,
                     window: self.end - self.measure_from,
                     finished_at: r.finished_at,
                     per_sec: self.sync_per_sec.clone(),
