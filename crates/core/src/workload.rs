@@ -151,17 +151,15 @@ impl FioOptions {
 impl Workload {
     /// fio's `rate_iops` from `[workloads.fio]`: the I/Os per second each job may issue,
     /// for a workload of one direction (fio reads `N` as every direction's cap, `R,W` as
-    /// the reads' and the writes', an empty value as none). `None` without it, for a mix
-    /// of reads and writes, or for a value that is not a positive integer.
+    /// the reads' and the writes', an empty value or 0 as none). `None` without it, for a
+    /// mix of reads and writes, or for a value [`rate_iops_caps`] refuses (the plan does).
     pub fn rate_iops(&self) -> Option<u32> {
-        let v = self.fio.extra.get("rate_iops")?;
-        let caps: Vec<&str> = v.split(',').map(str::trim).collect();
-        let cap = match self.rw {
-            Rw::Read | Rw::RandRead => caps.first(),
-            Rw::Write | Rw::RandWrite => caps.get(1).or(caps.first()),
+        let caps = rate_iops_caps(self.fio.extra.get("rate_iops")?).ok()?;
+        match self.rw {
+            Rw::Read | Rw::RandRead => caps[0],
+            Rw::Write | Rw::RandWrite => caps[1],
             _ => None,
-        }?;
-        cap.parse().ok().filter(|&n: &u32| n > 0)
+        }
     }
 
     /// Short label such as `randwrite 4k qd4×1`.
@@ -174,4 +172,46 @@ impl Workload {
             self.numjobs
         )
     }
+}
+
+/// fio's `rate_iops` as fio reads it: up to three comma-separated caps (reads, writes,
+/// trims), a missing one taking the first's, each a whole number with an optional `k`,
+/// `m` or `g` (×1024, as fio multiplies), empty or 0 for no cap. Returns the reads' and
+/// the writes' caps; what fio would read some other way (`1.5k` is 1 to fio) or refuse
+/// is an error saying why.
+pub fn rate_iops_caps(value: &str) -> Result<[Option<u32>; 2], String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err("at most three caps: reads, writes, trims".into());
+    }
+    let mut caps = [None; 3];
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() {
+            continue;
+        }
+        let (digits, mult) = match p.as_bytes()[p.len() - 1].to_ascii_lowercase() {
+            b'k' => (&p[..p.len() - 1], 1u64 << 10),
+            b'm' => (&p[..p.len() - 1], 1 << 20),
+            b'g' => (&p[..p.len() - 1], 1 << 30),
+            _ => (*p, 1),
+        };
+        let n = (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse::<u64>().ok())
+            .flatten()
+            .and_then(|n| n.checked_mul(mult))
+            .ok_or_else(|| {
+                format!("`{p}` is not a whole number of I/Os per second (e.g. 100 or 2k)")
+            })?;
+        caps[i] = (n > 0).then(|| u32::try_from(n).unwrap_or(u32::MAX));
+    }
+    let first = parts.first().is_some_and(|p| !p.is_empty());
+    let reads = caps[0];
+    let writes = if parts.len() > 1 {
+        caps[1]
+    } else if first {
+        caps[0]
+    } else {
+        None
+    };
+    Ok([reads, writes])
 }

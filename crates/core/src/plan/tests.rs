@@ -798,4 +798,17 @@ fn rate_iops_is_read_per_direction_as_fio_does() {
     assert_eq!(rate("randwrite", "40,"), None, "writes left uncapped");
     assert_eq!(rate("randrw", "40"), None, "a mix is not paced");
     assert_eq!(rate("randread", "0"), None);
+    assert_eq!(rate("randread", "2k"), Some(2048), "k is 1024 to fio");
+    assert_eq!(rate("randwrite", ",25"), Some(25));
+    // What fio would refuse, or read otherwise (`1.5k` is 1 I/O a second to fio), is
+    // refused at its line, on every target.
+    for bad in ["fast", "1.5k", "-5", "1,2,3,4", "k"] {
+        let text = format!(
+            "name = \"r\"\n[disks]\ncount = 1\nmodel = \"hdd-7200\"\n[arrays]\nlevel = \"single\"\n[workloads]\nrw = \"randread\"\n[workloads.fio]\nrate_iops = \"{bad}\"\n"
+        );
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.field, "workloads.fio.rate_iops", "{bad}: {e}");
+        assert_eq!(e.line, Some(10), "{bad}: {e}");
+        assert!(e.message.contains("I/Os per second"), "{bad}: {e}");
+    }
 }

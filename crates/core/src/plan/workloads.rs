@@ -240,6 +240,18 @@ impl<'a> Cx<'a> {
                     "one line: fio's job files take no line breaks in a value",
                 ));
             }
+            // raidlab reads this one itself (the simulator paces it): it must mean to
+            // raidlab what it means to fio.
+            if k == "rate_iops" {
+                if let Err(why) = crate::workload::rate_iops_caps(&value) {
+                    return Err(self.err(
+                        v.span(),
+                        &field,
+                        Some(show(v)),
+                        format!("{why}; fio caps each job's I/Os per second at it, `\"R,W\"` for reads and writes apart"),
+                    ));
+                }
+            }
             out.insert(k.to_string(), value);
         }
         Ok(out)
