@@ -48,8 +48,15 @@ pub struct Recovery {
     /// start.
     started: Instant,
     added: bool,
-    /// (seconds since fio started, member bytes recovered).
+    /// (seconds since fio started, member bytes recovered): for md, where its recovery
+    /// stands on the member (a re-add walks past the chunks its bitmap has clean).
     pub samples: Vec<(f64, u64)>,
+    /// A re-add: (seconds since fio started, bytes written to the re-added members since
+    /// they came back), what md copied to them (and the workload wrote there): the
+    /// speed of a re-add is this, not its walk.
+    pub copied: Vec<(f64, u64)>,
+    /// The re-added members' written bytes before they came back.
+    written_before: u64,
     /// When the array was whole again.
     finished: Option<f64>,
     /// Member bytes to recover, from the last reading.
@@ -70,6 +77,8 @@ impl Recovery {
             started,
             added: false,
             samples: Vec::new(),
+            copied: Vec::new(),
+            written_before: 0,
             finished: None,
             total: None,
             replacing: None,
@@ -100,7 +109,11 @@ impl Recovery {
             self.samples.push((t, 0));
             match self.how.clone() {
                 How::Md(members) => self.md_add(&members, "--add"),
-                How::MdReAdd(members) => self.md_add(&members, "--re-add"),
+                How::MdReAdd(members) => {
+                    self.written_before = written_bytes(&members);
+                    self.copied.push((t, 0));
+                    self.md_add(&members, "--re-add")
+                }
                 How::Btrfs { .. } => self.start_replace(),
             }
             return;
@@ -110,6 +123,10 @@ impl Recovery {
         }
         match &self.how {
             How::Md(_) | How::MdReAdd(_) => {
+                if let How::MdReAdd(members) = &self.how {
+                    let bytes = written_bytes(members).saturating_sub(self.written_before);
+                    self.copied.push((t, bytes));
+                }
                 let mdstat = std::fs::read_to_string("/proc/mdstat").unwrap_or_default();
                 match progress(&mdstat) {
                     Some((done, total)) => {
@@ -288,8 +305,18 @@ impl Recovery {
             None => *self.samples.last()?,
         };
         let speed = (bytes - first.1) as f64 / (t - first.0);
+        // A re-add: what was copied, over the same span (to the end when it ended).
+        let copied = match (self.copied.first(), self.copied.last()) {
+            (Some(a), Some(b)) if b.0 > a.0 => Some((b.1 - a.1) as f64 / (t.min(b.0) - a.0)),
+            _ => None,
+        };
+        let series = if copied.is_some() {
+            &self.copied
+        } else {
+            &self.samples
+        };
         (t > first.0).then(|| RebuildFigures {
-            mib_s: speed / 1_048_576.0,
+            mib_s: copied.unwrap_or(speed) / 1_048_576.0,
             seconds: self.finished,
             // The whole member: as measured when it ended within the run, else md's size
             // of it at the measured speed (btrfs's size is known only once it ended).
@@ -299,14 +326,22 @@ impl Recovery {
                     .map(|total| total as f64 / speed)
             }),
             seconds_idle: None,
-            mib_s_per_second: self
-                .samples
+            mib_s_per_second: series
                 .windows(2)
                 .filter(|w| w[1].0 > w[0].0)
                 .map(|w| (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0) / 1_048_576.0)
                 .collect(),
         })
     }
+}
+
+/// Bytes written to these members (paths such as `/dev/vdb`) since they appeared.
+fn written_bytes(members: &[String]) -> u64 {
+    members
+        .iter()
+        .filter_map(|m| sectors_written(m))
+        .sum::<u64>()
+        * 512
 }
 
 /// Sectors written to a block device since it appeared (field 7 of its `stat`).
@@ -356,7 +391,7 @@ mod tests {
             (10.0, Some(6.0), Some(6.0))
         );
         // A re-add that ended before the first look: from the add (1 s) to the end (2 s),
-        // md's walk over the whole 1 GiB member.
+        // md's walk over the whole 1 GiB member; without what was copied, the walk's speed.
         let mut r = Recovery::new(How::MdReAdd(vec![]), Instant::now());
         r.samples = vec![(1.0, 0)];
         r.finished = Some(2.0);
@@ -366,5 +401,13 @@ mod tests {
             (f.mib_s, f.seconds, f.seconds_full),
             (1024.0, Some(2.0), Some(2.0))
         );
+        // With the members' written bytes (64 MiB by 2 s, looked at 3 s): the copy's speed.
+        r.copied = vec![(1.0, 0), (3.0, 64 << 20)];
+        let f = r.figures().unwrap();
+        assert_eq!(
+            (f.mib_s, f.seconds, f.seconds_full),
+            (64.0, Some(2.0), Some(2.0))
+        );
+        assert_eq!(f.mib_s_per_second, [32.0]);
     }
 }
