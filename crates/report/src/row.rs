@@ -219,8 +219,15 @@ impl Row {
     }
 
     /// The probability of losing data over 5 years for the case's array, with rebuilds as
-    /// long as this row's: `member_bytes` is the capacity of a member.
+    /// long as this row's: `member_bytes` is the capacity of a member. None for a re-add
+    /// (`rejoin = "re-add"`): its rebuild is what the bitmap flagged while a member was
+    /// away, and a member that failed comes back as a fresh disk, recovered whole.
     pub fn risk(&mut self, case: &Case, member_bytes: f64) {
+        if case.array.re_adds() {
+            self.loss_5y = None;
+            self.loss_5y_idle = None;
+            return;
+        }
         let array = raidlab_risk::Array::from_spec(&case.array, member_bytes);
         let p = |seconds: Option<f64>| {
             let hours = seconds? / 3600.0;

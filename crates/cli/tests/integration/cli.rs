@@ -1236,6 +1236,49 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
         .stderr(predicate::str::contains("(from --failed)"));
 }
 
+/// The report's probability of losing data is for what follows a disk failure: a fresh
+/// member recovered whole. A re-add (`rejoin = "re-add"`, what the bitmap flagged while a
+/// member was away) has its rebuild figures and no probability.
+#[test]
+fn a_re_add_has_no_probability_of_loss() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("readd.toml");
+    let array = "level = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nbitmap = \"internal\"\nstate = \"rebuilding\"\n";
+    std::fs::write(
+        &plan,
+        format!("name = \"readd\"\n[disks]\ncount = 2\nmodel = \"hdd-7200\"\n[[arrays]]\n{array}[[arrays]]\n{array}rejoin = \"re-add\"\n[[workloads]]\nrw = \"randread\"\nsize = \"1g\"\nruntime = \"5s\"\n"),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    raidlab()
+        .args(["run", plan.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let json = raidlab()
+        .args(["report", out.to_str().unwrap(), "--format", "json"])
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let rows = doc.as_array().expect("one object per case");
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let label = row["array_label"].as_str().unwrap();
+        assert!(
+            row["rebuild_s_full"].as_f64().is_some(),
+            "{label}: a rebuild time"
+        );
+        let loss = &row["loss_5y"];
+        if label.ends_with("re-add") {
+            assert!(loss.is_null(), "{label}: {loss}");
+        } else {
+            let p = loss.as_f64().unwrap();
+            assert!(p > 0.0 && p < 1.0, "{label}: {p}");
+        }
+    }
+}
+
 /// Issue 19, item 5: the sim target runs a plan with `[workloads.fio]` and says which of
 /// those options it does not model; `rate_iops` it models (fio's linear rate, per job) for
 /// a workload of one direction, and notes for a mix.
