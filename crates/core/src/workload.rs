@@ -174,9 +174,9 @@ impl Workload {
     }
 }
 
-/// fio's `rate_iops` as fio reads it: up to three comma-separated caps (reads, writes,
-/// trims), a missing one taking the first's, each a whole number with an optional `k`,
-/// `m` or `g` (×1024, as fio multiplies), empty or 0 for no cap. Returns the reads' and
+/// fio's `rate_iops` as fio reads it: one cap for every direction, or up to three
+/// comma-separated (reads, writes, trims), each a whole number with an optional `k`, `m`
+/// or `g` (×1024, as fio multiplies), empty or 0 for no cap. Returns the reads' and
 /// the writes' caps; what fio would read some other way (`1.5k` is 1 to fio) or refuse
 /// is an error saying why.
 pub fn rate_iops_caps(value: &str) -> Result<[Option<u32>; 2], String> {

@@ -579,11 +579,12 @@ fn md_rebuild_in_one_boot() {
 /// where under a saturating workload its recoveries vary by ×1.5–×4
 /// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does and recovers
 /// raid5, raid6 and raid10 within 15 % (44.6, 43.5, 50.0; raid10 held at 20 %, below).
-/// raid1 is an open gap (issue
-/// 17, docs/vm-lab.md "raid1's recovery"): the simulator (56.5 MiB/s) reads the survivor
-/// in requests of half md's 32 sync buffers, the guest's average 10 (a quarter of them a
-/// single buffer: md's sync thread sends what is free when it wakes, partly a race of the
-/// two vCPUs), and its fresh member takes 46 % of fio's reads where the guest's takes 9 %. Both put the simulator above the guest: held between ×1 and ×2.3.
+/// raid1 is an open gap (issue 17, docs/vm-lab.md "raid1's recovery"): the simulator
+/// (56.5 MiB/s) reads the survivor in requests of half md's 32 sync buffers, the guest in
+/// requests of 10 on average (a quarter of them a single buffer: md's sync thread sends
+/// what is free when it wakes, partly a race of the two vCPUs), and the simulator's fresh
+/// member takes 46 % of fio's reads where the guest's takes 9 %. Both put the simulator
+/// above the guest: held between ×1 and ×2.3.
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
