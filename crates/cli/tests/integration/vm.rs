@@ -575,16 +575,16 @@ fn md_rebuild_in_one_boot() {
 
 /// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
 /// 30 a second) leave the members' throttle to md, and the guest repeats itself: raid6
-/// 44.8–47.9, raid5 44.3–47.1, raid10 51.2–58.0, raid1 30.2–35.4 MiB/s in six boots,
+/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–58.0, raid1 30.2–35.4 MiB/s in seven boots,
 /// where under a saturating workload its recoveries vary by ×1.5–×4
 /// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does and recovers
-/// raid5, raid6 and raid10 within 15 % (44.6, 43.5, 50.0; raid10 held at 20 %, below).
-/// raid1 is an open gap (issue 17, docs/vm-lab.md "raid1's recovery"): the simulator
-/// (56.5 MiB/s) reads the survivor in requests of half md's 32 sync buffers, the guest in
-/// requests of 10 on average (a quarter of them a single buffer: md's sync thread sends
-/// what is free when it wakes, partly a race of the two vCPUs), and the simulator's fresh
-/// member takes 46 % of fio's reads where the guest's takes 9 %. Both put the simulator
-/// above the guest: held between ×1 and ×2.3.
+/// raid5, raid6 and raid10 within 15 % (44.6, 43.5, 50.1; raid10 held at 20 %, below).
+/// raid1 is an open gap (issue 17, docs/vm-lab.md "raid1's recovery"): md's read choice
+/// is modelled (the workload's reads stay on the survivor, whose head md last moved
+/// there), but the simulator (45.3 MiB/s) reads the survivor in requests of half md's 32
+/// sync buffers, the guest in requests of 10 on average (a quarter of them a single
+/// buffer: md's sync thread sends what is free when it wakes, partly a race of the two
+/// vCPUs). That puts the simulator above the guest: held between ×1 and ×1.8.
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
@@ -615,11 +615,11 @@ fn md_rebuild_under_a_light_workload() {
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
             Some("raid1") => assert!(
-                b >= a && b <= 2.3 * a,
+                b >= a && b <= 1.8 * a,
                 "{what}: {b:.2} MiB/s, the guest's {a:.2}"
             ),
-            // The guest's raid10 ranged 51.2-58.0 over six boots, the simulator's 50.0 at
-            // -2 to -14 %: 15 % would fail a boot at 58.9, so 20 %.
+            // The guest's raid10 ranged 50.2-58.0 over seven boots, the simulator's 50.1 at
+            // 0 to -14 %: 15 % would fail a boot at 58.9, so 20 %.
             Some("raid10") => within(&what, b, a, 0.20),
             _ => within(&what, b, a, 0.15),
         }

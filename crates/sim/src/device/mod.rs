@@ -108,7 +108,7 @@ macro_rules! member {
 }
 
 member!(Ssd, last_end, false);
-member!(Throttle, last_end, false);
+member!(Throttle, last_end, true);
 
 /// `x as f64` for `x < 2^63`: the same value (the same integer, rounded the same way),
 /// converted as a signed integer in one instruction rather than the unsigned sequence.

@@ -228,6 +228,41 @@ impl<D: Member> Engine<D> {
             return *copies.iter().min_by_key(|c| c.1).expect("copies");
         }
         let dev = |d: u32| &self.devices[d as usize];
+        if !matches!(
+            self.geo.level,
+            Level::Raid1 | Level::Raid1c3 | Level::Raid1c4
+        ) {
+            return self.read_balance_near(copies);
+        }
+        let head = |d: u32| self.md_head[d as usize];
+        if let Some(c) = copies.iter().find(|c| head(c.0) == c.1) {
+            return *c;
+        }
+        // md's `nr_pending`: the member's commands, a sync window counted on every member
+        // it holds.
+        let pending = |d: u32| {
+            let d = d as usize;
+            self.devices[d].pending() + self.sync_hold[d] as usize - self.sync_at_dev[d] as usize
+        };
+        let first_least = || *copies.iter().min_by_key(|c| pending(c.0)).expect("copies");
+        if !dev(copies[0].0).rotational() {
+            return first_least();
+        }
+        // Rotational: the first idle member, else the nearest head.
+        if copies.iter().any(|c| pending(c.0) == 0) {
+            return first_least();
+        }
+        *copies
+            .iter()
+            .min_by_key(|c| head(c.0).abs_diff(c.1))
+            .expect("copies")
+    }
+
+    /// raid10's copies (near layouts): a copy whose member's head is where the read
+    /// starts, else the least busy member on non-rotational members, else the nearest idle
+    /// head, else the nearest (md's raid10 `read_balance` differs in detail: not modelled).
+    fn read_balance_near(&self, copies: &[(u32, u64)]) -> (u32, u64) {
+        let dev = |d: u32| &self.devices[d as usize];
         if let Some(c) = copies.iter().find(|c| dev(c.0).head() == c.1) {
             return *c;
         }
@@ -265,6 +300,7 @@ impl<D: Member> Engine<D> {
                 if let Some(t) = self.idle_test.as_mut() {
                     t.sync(p.disk, p.len, true);
                 }
+                self.sync_at_dev[p.disk as usize] += 1;
             }
             let op = MemberOp {
                 write,
@@ -308,6 +344,13 @@ impl<D: Member> Engine<D> {
         let part_id = tag as u32;
         if self.idle_test.is_some() {
             self.count_for_idle_test(part_id, (tag >> 32) as usize);
+        }
+        let part = self.parts.get(part_id);
+        let piece = part.phases[part.phase].1[(tag >> 32) as usize];
+        let sync = part.job == Job::Resync;
+        self.md_head[piece.disk as usize] = piece.offset + piece.len;
+        if sync {
+            self.sync_at_dev[piece.disk as usize] -= 1;
         }
         let part = self.parts.get(part_id);
         part.pending -= 1;
@@ -448,10 +491,15 @@ impl<D: Member> Engine<D> {
             Job::Resync => {
                 // The windows merged into this request, all done at once.
                 let len = part.phases[0].1.first().map_or(0, |p| p.len);
-                self.parts.release(part_id);
-                let now = self.now;
                 let unit = self.resync.as_ref().expect("resync").pace().unit;
                 let windows = len.div_ceil(unit).max(1);
+                for ph in &part.phases[..2] {
+                    for p in &ph.1 {
+                        self.sync_hold[p.disk as usize] -= windows as u32;
+                    }
+                }
+                self.parts.release(part_id);
+                let now = self.now;
                 if now >= self.measure_from {
                     let sec = ((now - self.measure_from).0 / 1_000_000_000) as usize;
                     if let Some(b) = self.sync_per_sec.get_mut(sec) {

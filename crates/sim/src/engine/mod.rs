@@ -471,6 +471,12 @@ pub struct Engine<D> {
     /// raid1: per member, where the last read sent to it ends (`next_seq_sect` in
     /// `raid1.c`): a read starting there stays on that member.
     next_seq: Vec<u64>,
+    /// md's per-member bookkeeping for `read_balance`: `head_position`, moved at every
+    /// completion (the sync's included); the sync windows holding the member's
+    /// `nr_pending` for their whole life; the sync's commands at its device.
+    md_head: Vec<u64>,
+    sync_hold: Vec<u32>,
+    sync_at_dev: Vec<u32>,
     slot_job: Vec<u32>,
     hosts: Slab<HostIo>,
     parts: Pool<Part>,
@@ -746,6 +752,9 @@ impl<D: Member> Engine<D> {
             reads_by_job: crate::btrfs::reads_by_thread(&case.array),
             reader: 0,
             next_seq: vec![u64::MAX; spec.disks as usize],
+            md_head: vec![0; spec.disks as usize],
+            sync_hold: vec![0; spec.disks as usize],
+            sync_at_dev: vec![0; spec.disks as usize],
             slot_job: (0..slots).map(|s| s / w.iodepth).collect(),
             hosts: Slab::new(),
             parts: Pool::new(),
