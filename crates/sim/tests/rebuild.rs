@@ -215,6 +215,36 @@ fn a_recovery_that_ends_within_the_run_is_timed_to_its_end() {
     assert!(loaded > idle, "loaded {loaded:.1} s, idle {idle:.1} s");
 }
 
+/// md's `read_balance` during a raid1 recovery: the sync holds `nr_pending` on both
+/// members, so neither is idle, and the nearer `head_position` wins; md moves it at every
+/// completion, the sync's writes included, so the fresh member's head sits at the sync's
+/// front and the workload's reads stay on the survivor (the VM lab's guest sent 39 of 447
+/// there; docs/vm-lab.md "raid1's recovery"). The VM lab's light-workload raid1 case.
+#[test]
+fn a_recovering_raid1_leaves_the_reads_on_the_survivor() {
+    let c = common::one_case(
+        "count = 2\nmodel = \"throttle-75\"\ncapacity = \"1g\"",
+        "level = \"raid1\"\nstate = \"rebuilding\"\nkernel = \"6.15\"",
+        "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30",
+    );
+    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let members: Vec<_> = f
+        .disk_util
+        .iter()
+        .filter(|d| d.aggr_read_ios.is_none())
+        .collect();
+    let (survivor, fresh) = (members[0], members[1]);
+    let reads = f.read.unwrap().ios;
+    assert!(fresh.write_ios > 100, "the fresh member is written");
+    assert!(
+        fresh.read_ios * 20 < reads,
+        "the fresh member served {} of {reads} reads",
+        fresh.read_ios
+    );
+    assert!(survivor.read_ios > reads, "the survivor reads for both");
+}
+
 /// Degraded random writes cost what md's planning around the lost member says: on a
 /// 6-member raid5, 1/6 of writes land where parity is lost (rcw: 4 reads, 1 write), 1/6
 /// where the block written is lost (4 reads, parity written), 4/6 elsewhere (rmw: 2 + 2):
