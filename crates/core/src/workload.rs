@@ -204,14 +204,7 @@ pub fn rate_iops_caps(value: &str) -> Result<[Option<u32>; 2], String> {
             })?;
         caps[i] = (n > 0).then(|| u32::try_from(n).unwrap_or(u32::MAX));
     }
-    let first = parts.first().is_some_and(|p| !p.is_empty());
-    let reads = caps[0];
-    let writes = if parts.len() > 1 {
-        caps[1]
-    } else if first {
-        caps[0]
-    } else {
-        None
-    };
-    Ok([reads, writes])
+    // One cap is every direction's; with more, each its own.
+    let writes = if parts.len() > 1 { caps[1] } else { caps[0] };
+    Ok([caps[0], writes])
 }

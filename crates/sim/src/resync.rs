@@ -38,7 +38,8 @@
 //! request: `md_do_sync` and raid5d hold a block plug, under which contiguous bios merge up
 //! to `max_sectors_kb`. The engine merges consecutive windows into requests of at most half
 //! of md's sync buffers (so that one half is read while the other is written) and the
-//! member's largest request (1280 KiB, or 1,016 KiB on virtio-blk: `Engine::merge_max`).
+//! member's largest request (1280 KiB, or 1,016 KiB for raid5/6 on virtio-blk:
+//! `Engine::merge_max`).
 //!
 //! md's resync barrier makes a recovery and the workload take turns (the engine's
 //! `Barrier`, applied to recoveries): raid10 has one for the whole array, raid1 one per

@@ -252,10 +252,12 @@ impl<D: Member> Engine<D> {
             };
             (reads, written)
         };
-        let unit = self.resync.as_ref().expect("resync").pace().unit;
-        let windows = len.div_ceil(unit).max(1) as u32;
-        for &d in reads.iter().chain(&written) {
-            self.sync_hold[d as usize] += windows;
+        if self.md_mirror() {
+            let unit = self.resync.as_ref().expect("resync").pace().unit;
+            let windows = len.div_ceil(unit).max(1) as u32;
+            for &d in reads.iter().chain(&written) {
+                self.sync_hold[d as usize] += windows;
+            }
         }
         let part = self.alloc_part();
         let p = self.parts.get(part);

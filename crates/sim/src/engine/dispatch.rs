@@ -228,10 +228,7 @@ impl<D: Member> Engine<D> {
             return *copies.iter().min_by_key(|c| c.1).expect("copies");
         }
         let dev = |d: u32| &self.devices[d as usize];
-        if !matches!(
-            self.geo.level,
-            Level::Raid1 | Level::Raid1c3 | Level::Raid1c4
-        ) {
+        if !self.md_mirror() {
             return self.read_balance_near(copies);
         }
         let head = |d: u32| self.md_head[d as usize];
@@ -256,6 +253,17 @@ impl<D: Member> Engine<D> {
             .iter()
             .min_by_key(|c| head(c.0).abs_diff(c.1))
             .expect("copies")
+    }
+
+    /// md raid1 (any number of copies): its reads are placed by [`Engine::read_balance`]'s
+    /// kernel rule, for which the engine keeps md's bookkeeping (`md_head`, `sync_hold`,
+    /// `sync_at_dev`); other levels skip it.
+    #[inline]
+    pub(super) fn md_mirror(&self) -> bool {
+        matches!(
+            self.geo.level,
+            Level::Raid1 | Level::Raid1c3 | Level::Raid1c4
+        )
     }
 
     /// raid10's copies (near layouts): a copy whose member's head is where the read
@@ -300,7 +308,9 @@ impl<D: Member> Engine<D> {
                 if let Some(t) = self.idle_test.as_mut() {
                     t.sync(p.disk, p.len, true);
                 }
-                self.sync_at_dev[p.disk as usize] += 1;
+                if self.md_mirror() {
+                    self.sync_at_dev[p.disk as usize] += 1;
+                }
             }
             let op = MemberOp {
                 write,
@@ -345,12 +355,14 @@ impl<D: Member> Engine<D> {
         if self.idle_test.is_some() {
             self.count_for_idle_test(part_id, (tag >> 32) as usize);
         }
-        let part = self.parts.get(part_id);
-        let piece = part.phases[part.phase].1[(tag >> 32) as usize];
-        let sync = part.job == Job::Resync;
-        self.md_head[piece.disk as usize] = piece.offset + piece.len;
-        if sync {
-            self.sync_at_dev[piece.disk as usize] -= 1;
+        if self.md_mirror() {
+            let part = self.parts.get(part_id);
+            let piece = part.phases[part.phase].1[(tag >> 32) as usize];
+            let sync = part.job == Job::Resync;
+            self.md_head[piece.disk as usize] = piece.offset + piece.len;
+            if sync {
+                self.sync_at_dev[piece.disk as usize] -= 1;
+            }
         }
         let part = self.parts.get(part_id);
         part.pending -= 1;
@@ -471,6 +483,7 @@ impl<D: Member> Engine<D> {
     /// done. Out of line, so the commands before the last return at once.
     #[inline(never)]
     pub(super) fn phase_done(&mut self, part_id: u32) {
+        let mirror = self.md_mirror();
         let part = self.parts.get(part_id);
         part.phase += 1;
         if part.phase < part.phase_count {
@@ -493,9 +506,11 @@ impl<D: Member> Engine<D> {
                 let len = part.phases[0].1.first().map_or(0, |p| p.len);
                 let unit = self.resync.as_ref().expect("resync").pace().unit;
                 let windows = len.div_ceil(unit).max(1);
-                for ph in &part.phases[..2] {
-                    for p in &ph.1 {
-                        self.sync_hold[p.disk as usize] -= windows as u32;
+                if mirror {
+                    for ph in &part.phases[..2] {
+                        for p in &ph.1 {
+                            self.sync_hold[p.disk as usize] -= windows as u32;
+                        }
                     }
                 }
                 self.parts.release(part_id);

@@ -471,9 +471,10 @@ pub struct Engine<D> {
     /// raid1: per member, where the last read sent to it ends (`next_seq_sect` in
     /// `raid1.c`): a read starting there stays on that member.
     next_seq: Vec<u64>,
-    /// md's per-member bookkeeping for `read_balance`: `head_position`, moved at every
-    /// completion (the sync's included); the sync windows holding the member's
-    /// `nr_pending` for their whole life; the sync's commands at its device.
+    /// md raid1's per-member bookkeeping for `read_balance` (kept only for raid1:
+    /// `Engine::md_mirror`): `head_position`, moved at every completion (the sync's
+    /// included); the sync windows holding the member's `nr_pending` for their whole
+    /// life; the sync's commands at its device.
     md_head: Vec<u64>,
     sync_hold: Vec<u32>,
     sync_at_dev: Vec<u32>,
