@@ -4,7 +4,7 @@
 //! sweeps, anomalies, and per case the environment and the exact commands.
 
 use crate::axis::{sweep, Dim, Metric};
-use crate::row::{table_headings, Row};
+use crate::row::{table_headings, Row, RISK_TRIALS};
 use crate::svg::{bar_chart, line_chart, model_chart, share_chart, time_chart, Bar};
 use raidlab_core::natural::Natural;
 use raidlab_core::stats::TIE;
@@ -380,7 +380,7 @@ fn failures(s: &mut String, groups: &Groups) {
     if !groups.values().flatten().any(|r| failing(r)) {
         return;
     }
-    s.push_str("<h2>Failures and rebuilds</h2><p class=\"note\">Whole-member rebuild times are extrapolated: the recovery's speed (md's, or btrfs replace's) sampled across the member, loaded (the workload running) and idle; a re-added member's is its own resync. The probability of losing data is <code>raidlab risk</code>'s Monte Carlo (10⁵ trials) with its defaults: AFR 1.57 % (Backblaze 2024), Weibull shape 1.12 (Elerath &amp; Pecht 2009), 1e-15 unrecoverable read errors per bit, 5 years, each rebuild as long as this case's.</p>");
+    let _ = write!(s, "<h2>Failures and rebuilds</h2><p class=\"note\">Whole-member rebuild times are extrapolated: the recovery's speed (md's, or btrfs replace's) sampled across the member, loaded (the workload running) and idle; a re-added member's is its own resync. The probability of losing data is <code>raidlab risk</code>'s Monte Carlo ({} trials) with its defaults: AFR 1.57 % (Backblaze 2024), Weibull shape 1.12 (Elerath &amp; Pecht 2009), 1e-15 unrecoverable read errors per bit, 5 years, each rebuild as long as this case's; “&lt; {} %” where no trial lost data (the 95 % bound that leaves). A re-added member (<code>rejoin = \"re-add\"</code>) has none: its resync is what the bitmap flagged while it was away, and a member that fails for good comes back as a fresh disk, recovered whole, as in the fresh member's row.</p>", RISK_TRIALS, 300.0 / RISK_TRIALS as f64);
     for (key, rs) in groups {
         if !rs.iter().any(|r| failing(r)) {
             continue;
@@ -390,9 +390,8 @@ fn failures(s: &mut String, groups: &Groups) {
                 == (&b.target, &b.level, &b.layout, b.chunk_kib, b.disks)
         };
         let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), rs[0].headline().1);
-        let hours =
-            |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.1} h", x / 3600.0));
-        let pct = |v: Option<f64>| v.map_or("–".to_string(), |x| format!("{:.3} %", x * 100.0));
+        let hours = |v: Option<f64>| v.map_or("–".to_string(), rebuild_time);
+        let pct = |v: Option<f64>| v.map_or("–".to_string(), |p| esc(&loss(p)));
         let mut bars: Vec<Bar> = Vec::new();
         for r in rs.iter().filter(|r| failing(r)) {
             let healthy = rs
@@ -426,24 +425,65 @@ fn failures(s: &mut String, groups: &Groups) {
             for (what, v) in [("loaded", r.rebuild_s_full), ("idle", r.rebuild_s_idle)] {
                 if let Some(v) = v {
                     let array = r.array_label.replacen(" rebuilding", "", 1);
-                    bars.push((format!("{array} · {what}"), v / 3600.0, None));
+                    bars.push((format!("{array} · {what}"), v, None));
                 }
             }
         }
         s.push_str("</table>");
         if !bars.is_empty() {
+            // One unit for the chart: the one its longest bar reads best in.
+            let longest = bars.iter().map(|b| b.1).fold(0.0, f64::max);
+            let (unit, per) = time_unit(longest);
+            for b in &mut bars {
+                b.1 /= per;
+            }
             let _ = write!(
                 s,
                 "<div class=\"charts\">{}</div>",
                 bar_chart(
                     "chart rebuild",
                     &format!("{key}: whole-member rebuild"),
-                    "hours",
+                    unit,
                     &bars
                 )
             );
         }
     }
+}
+
+/// The unit a span of `seconds` reads best in, and its seconds: a VM lab's 1 GiB member
+/// recovers in seconds, a 16 TB disk in hours.
+fn time_unit(seconds: f64) -> (&'static str, f64) {
+    if seconds < 120.0 {
+        ("seconds", 1.0)
+    } else if seconds < 2.0 * 3600.0 {
+        ("minutes", 60.0)
+    } else {
+        ("hours", 3600.0)
+    }
+}
+
+/// A whole-member rebuild time in [`time_unit`]'s unit: `42.3 s`, `12.5 min`, `893.4 h`.
+fn rebuild_time(seconds: f64) -> String {
+    let (unit, per) = time_unit(seconds);
+    let short = match unit {
+        "seconds" => "s",
+        "minutes" => "min",
+        _ => "h",
+    };
+    format!("{:.1} {short}", seconds / per)
+}
+
+/// A probability of data loss from [`RISK_TRIALS`] trials, as a percentage with two
+/// significant digits; when no trial lost data, the 95 % upper bound that leaves
+/// (3 / trials, the rule of three) rather than a zero the Monte Carlo cannot show.
+fn loss(p: f64) -> String {
+    if p <= 0.0 {
+        return format!("< {} %", 300.0 / RISK_TRIALS as f64);
+    }
+    let percent = p * 100.0;
+    let digits = (1 - percent.log10().floor() as i32).max(0) as usize;
+    format!("{percent:.digits$} %")
 }
 
 /// The table of every case, as the exports have it.
@@ -792,6 +832,19 @@ mod tests {
             state: Some(state.into()),
             ..Row::default()
         }
+    }
+
+    /// Small members' rebuilds read in seconds or minutes, not as "0.0 h"; a loss no
+    /// trial showed reads as the bound it leaves, not as a zero.
+    #[test]
+    fn rebuild_times_and_losses_keep_their_digits() {
+        assert_eq!(rebuild_time(18.5), "18.5 s");
+        assert_eq!(rebuild_time(600.0), "10.0 min");
+        assert_eq!(rebuild_time(893.0 * 3600.0), "893.0 h");
+        assert_eq!(loss(0.0), "< 0.003 %");
+        assert_eq!(loss(0.00612), "0.61 %");
+        assert_eq!(loss(1.2e-5), "0.0012 %");
+        assert_eq!(loss(0.25), "25 %");
     }
 
     fn text(rows: &[Row]) -> String {
