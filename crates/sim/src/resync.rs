@@ -21,8 +21,12 @@
 //! and a recovery keeps going most of the time under light load.
 //!
 //! On an idle array nothing holds it back but md's own buffers: the stripe cache on
-//! raid5/6 (`stripe_cache_size` stripe heads of 4 KiB per member) and raid1/10's 32
-//! resync buffers of 64 KiB (`RESYNC_DEPTH`, `RESYNC_PAGES`).
+//! raid5/6 (`stripe_cache_size` stripe heads of 4 KiB per member) and raid1/10's sync
+//! buffers of 64 KiB (`RESYNC_PAGES`), one per window ([`MIRROR_BUFFER`]; md looks at its
+//! speed every second one), as many in flight as the resync barrier lets pass: a buffer
+//! raises it before it waits for it to be below `RESYNC_DEPTH`, so raid1 has 31 (its depth
+//! is 32; the VM lab's raid1 sends 31 after each drain) and raid10 511 (32 MiB of them,
+//! "memory permitting": the VM lab's raid10 held up to 391).
 //!
 //! What one window reads and writes follows how md builds or repairs each level. The
 //! initial resync: raid5 is created degraded and *recovers* its last member (read the
@@ -34,12 +38,14 @@
 //! member being recovered only below its `recovery_offset`, which moves at md's
 //! checkpoints, not with every window ([`Resync::readable`]).
 //!
-//! What the sync thread issues without sleeping in between reaches each member as one
-//! request: `md_do_sync` and raid5d hold a block plug, under which contiguous bios merge up
-//! to `max_sectors_kb`. The engine merges consecutive windows into requests of at most half
-//! of md's sync buffers (so that one half is read while the other is written) and the
-//! member's largest request (1280 KiB, or 1,016 KiB for raid5/6 on virtio-blk:
-//! `Engine::merge_max`).
+//! What the sync thread issues without sleeping in between reaches each member as few
+//! requests: `md_do_sync` and raid5d hold a block plug, under which contiguous bios merge up
+//! to the member's largest request (`max_sectors_kb`, 1280 KiB, or fewer segments than
+//! that: on the VM lab's virtio-blk 1,016 KiB of raid5/6's stripe pages and 960 KiB of
+//! raid1/10's buffers, `Engine::merge_max`). raid1/10's sync thread sends every buffer it
+//! finds free, split at that limit (the VM lab's raid1: 31 buffers as 15 + 15 + 1 or
+//! 20 + 11); raid5/6's merges at most half of the stripe cache, so that one half is read
+//! while the other is written.
 //!
 //! md's resync barrier makes a recovery and the workload take turns (the engine's
 //! `Barrier`, applied to recoveries): raid10 has one for the whole array, raid1 one per
@@ -56,6 +62,8 @@ use std::collections::VecDeque;
 
 /// Sync progress between speed checks (`md_do_sync`'s window: 32 pages).
 pub const STEP: u64 = 128 << 10;
+/// raid1/10's sync buffer (`RESYNC_BLOCK_SIZE`, 16 pages): one `r1bio`/`r10bio` a window.
+pub const MIRROR_BUFFER: u64 = 64 << 10;
 /// `speed_limit_min` / `speed_limit_max` defaults, KiB/s.
 pub const SPEED_MIN: u32 = 1_000;
 pub const SPEED_MAX: u32 = 200_000;
@@ -85,8 +93,8 @@ pub struct Pace {
     pub depth_bytes: u64,
     /// Windows md's buffers allow in flight at once.
     pub windows: u32,
-    /// Bytes of the member per window: md's check window ([`STEP`]), or btrfs replace's
-    /// read.
+    /// Bytes of the member per window: md's check window ([`STEP`]), raid1/10's sync
+    /// buffer ([`MIRROR_BUFFER`]: md looks every second one), or btrfs replace's read.
     pub unit: u64,
 }
 
@@ -189,6 +197,8 @@ pub struct Resync {
     pace: Pace,
     /// (time, bytes done) every `MARK_EVERY`; speed is measured from the oldest.
     marks: VecDeque<(Nanos, u64)>,
+    /// Bytes issued since md last looked at its speed (`io_sectors - last_check`).
+    since_look: u64,
     /// Where md last checkpointed (`curr_resync_completed`), and when.
     checkpoint: (u64, Nanos),
     /// Progress between two checkpoints: a sixteenth of the member.
@@ -213,6 +223,7 @@ impl Resync {
             finished_at: (start >= size).then_some(Nanos(0)),
             pace,
             marks: VecDeque::from([(Nanos(0), start)]),
+            since_look: 0,
             checkpoint: (start, Nanos(0)),
             every: (size >> 4).max(1),
         }
@@ -266,7 +277,19 @@ impl Resync {
         let len = self.next_len();
         self.issued += len;
         self.in_flight += 1;
+        self.since_look += len;
         (at, len)
+    }
+
+    /// Whether md looks at its speed after the window just issued: once a check window
+    /// ([`STEP`]) has been issued since the last look (`md_do_sync`: `last_check + window >
+    /// io_sectors` goes on), or at the end.
+    pub fn look_due(&mut self) -> bool {
+        if self.since_look >= STEP || self.issued >= self.size {
+            self.since_look = 0;
+            return true;
+        }
+        false
     }
 
     /// A window completed at `now`: whether md, draining, may go on.

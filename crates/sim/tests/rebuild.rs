@@ -119,7 +119,7 @@ fn kernel_regimes_under_load() {
         );
         let (drain, drain_iops) = run(level, "6.15");
         assert!(
-            drain > 5.0 * old,
+            drain > 3.0 * old,
             "{level} 6.15: {drain:.0} vs {old:.0} KiB/s"
         );
         assert!(
@@ -243,6 +243,30 @@ fn a_recovering_raid1_leaves_the_reads_on_the_survivor() {
         fresh.read_ios
     );
     assert!(survivor.read_ios > reads, "the survivor reads for both");
+}
+
+/// md raid1's sync thread sends every sync buffer it finds free (31 after a drain: the
+/// resync barrier lets one fewer than `RESYNC_DEPTH` pass), and the block layer splits them
+/// at the member's largest request: on the VM lab's virtio-blk, 15 of md's 64 KiB buffers
+/// of 16 pages (254 segments). So under the light workload the fresh member's writes
+/// average between half and all of 960 KiB (the guest's: 743 of 608 KiB; 1 MiB, half of
+/// md's buffers, before this was modelled).
+#[test]
+fn a_raid1_recovery_sends_its_free_buffers_split_at_the_members_limit() {
+    let c = common::one_case(
+        "count = 2\nmodel = \"throttle-75\"\ncapacity = \"1g\"",
+        "level = \"raid1\"\nstate = \"rebuilding\"\nkernel = \"6.15\"",
+        "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30",
+    );
+    let run = raidlab_sim::engine_run(&c, 1);
+    let sync = run.sync.expect("a recovery ran");
+    let written = (sync.done - sync.from) as f64;
+    let writes = run.members[1].write_ios as f64;
+    let kib = written / writes / 1024.0;
+    assert!(
+        (480.0..=960.0).contains(&kib),
+        "{writes} writes of {kib:.0} KiB on average"
+    );
 }
 
 /// Degraded random writes cost what md's planning around the lost member says: on a

@@ -491,7 +491,7 @@ fn md_degraded_in_one_boot() {
 /// `sync_speed_min` (1000 KiB/s) is the rate below which md stops yielding to the
 /// workload, not one a starved guest always reaches. So the checks are that the recovery
 /// keeps at least half of that floor, and the simulated recovery within ×4 of the
-/// guest's on raid1, ×2.5 on raid6 and ×2 on the others (the simulator merges md's sync requests, reads a
+/// guest's on raid1, ×2.5 on raid6 and raid10, ×2 on raid5 (the simulator merges md's sync requests, reads a
 /// fresh member only below md's last checkpoint, and counts busy members as md's idle test
 /// before 6.16 does: docs/vm-lab.md).
 #[test]
@@ -541,9 +541,12 @@ fn md_rebuild_in_one_boot() {
         // raid5's, raid6's and raid10's by less than two (docs/vm-lab.md, "Rebuilding").
         // raid6's on clean members runs at 11-15 MiB/s in the guest, about twice the
         // simulator's 7.3: an open gap (issue 17), held at ×2.5 until it is closed.
+        // raid10's at 2.1-3.4 against the simulator's 1.54: md's 64 KiB windows each
+        // take their turn at the barrier there, and the guest's fio thread, asleep in
+        // `io_submit` at it, lets more of them through (docs/simulator.md): ×2.5.
         let factor = match vm["level"].as_str() {
             Some("raid1") => 4.0,
-            Some("raid6") => 2.5,
+            Some("raid6") | Some("raid10") => 2.5,
             _ => 2.0,
         };
         assert!(
@@ -575,16 +578,14 @@ fn md_rebuild_in_one_boot() {
 
 /// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
 /// 30 a second) leave the members' throttle to md, and the guest repeats itself: raid6
-/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–58.0, raid1 30.2–35.4 MiB/s in seven boots,
+/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–59.8, raid1 30.2–36.6 MiB/s in eight boots,
 /// where under a saturating workload its recoveries vary by ×1.5–×4
-/// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does and recovers
-/// raid5, raid6 and raid10 within 15 % (44.6, 43.5, 50.1; raid10 held at 20 %, below).
-/// raid1 is an open gap (issue 17, docs/vm-lab.md "raid1's recovery"): md's read choice
-/// is modelled (the workload's reads stay on the survivor, whose head md last moved
-/// there), but the simulator (45.3 MiB/s) reads the survivor in requests of half md's 32
-/// sync buffers, the guest in requests of 10 on average (a quarter of them a single
-/// buffer: md's sync thread sends what is free when it wakes, partly a race of the two
-/// vCPUs). That puts the simulator above the guest: held between ×1 and ×1.8.
+/// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does, keeps md's
+/// read choice (the workload's reads stay on raid1's survivor) and raid1/10's sync as the
+/// guest's trace shows it — every free 64 KiB buffer sent at once (raid1 31, raid10 up to
+/// 511), split at virtio's 254 segments, 15 buffers — and recovers raid5, raid6 and raid10
+/// within 15 % (44.6, 43.5, 53.4) and raid1 within 20 % (30.1: the guest's fastest boot
+/// merged more buffers, whose pages happened to be adjacent, into 20-buffer requests).
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
@@ -614,13 +615,9 @@ fn md_rebuild_under_a_light_workload() {
         within(&format!("{label}: the simulator's rate"), si, 30.0, 0.01);
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
-            Some("raid1") => assert!(
-                b >= a && b <= 1.8 * a,
-                "{what}: {b:.2} MiB/s, the guest's {a:.2}"
-            ),
-            // The guest's raid10 ranged 50.2-58.0 over seven boots, the simulator's 50.1 at
-            // 0 to -14 %: 15 % would fail a boot at 58.9, so 20 %.
-            Some("raid10") => within(&what, b, a, 0.20),
+            // The guest's raid1 ranged 30.2-36.6 over eight boots, the simulator's 30.1 at
+            // 0 to -18 %.
+            Some("raid1") => within(&what, b, a, 0.20),
             _ => within(&what, b, a, 0.15),
         }
     }

@@ -5,16 +5,30 @@ use super::*;
 
 /// The largest request the block layer builds from merged bios: `max_sectors_kb`'s
 /// default (`BLK_DEF_MAX_SECTORS`, 2560 sectors), unless the member's driver takes fewer
-/// segments ([`VIRTIO_MERGE_MAX`]).
+/// segments ([`segment_merge_max`]).
 pub const MERGE_MAX: u64 = 1280 << 10;
 
-/// The largest merged request a VM-lab member (qemu's virtio-blk, the `throttle` models)
-/// takes from raid5/6: md's stripe pages are 4 KiB each, one segment apiece, and qemu
-/// offers `seg_max` = queue size − 2 = 254 of them (the guest's raid5/6 recovery requests
-/// in docs/vm-lab.md stop at exactly 1,016 KiB). raid1/10's sync buffers are 64 KiB of
-/// pages that are mostly contiguous, so fewer segments: the guest's raid1 and raid10
-/// recovery requests reach 20 buffers, 1,280 KiB ([`MERGE_MAX`]).
-pub const VIRTIO_MERGE_MAX: u64 = 254 * 4096;
+/// Segments a VM-lab member (qemu's virtio-blk, the `throttle` models) takes in one
+/// request: `seg_max`, the queue size less 2.
+pub const VIRTIO_SEGMENTS: u64 = 254;
+
+/// The largest request a member whose driver takes `segments` segments builds of md's
+/// merged page buffers, each 4 KiB page one segment and each bio merged whole: `bio_pages`
+/// pages a bio, and never more than [`MERGE_MAX`]. raid5/6's stripe pages go one per bio:
+/// on virtio-blk 254 pages, 1,016 KiB (the guest's raid5/6 recovery requests in
+/// docs/vm-lab.md stop there exactly). raid1/10's sync buffers are 16 pages each: 15 of
+/// them on virtio-blk, 960 KiB (the guest's raid1 recovery requests stop at 15 buffers in
+/// 208 of 747, at 20 — where enough of their pages happened to be adjacent — in 75).
+/// Other members are held to `max_sectors_kb` alone (a SATA port's AHCI driver takes 168
+/// segments: not modelled).
+pub const fn segment_merge_max(segments: u64, bio_pages: u64) -> u64 {
+    let bytes = segments / bio_pages * bio_pages * 4096;
+    if bytes < MERGE_MAX {
+        bytes
+    } else {
+        MERGE_MAX
+    }
+}
 
 /// Stripe heads a raid5/6 sync window holds: one per 4 KiB row of md's check window.
 pub(super) const WINDOW_ROWS: u64 = resync::STEP / ROW;
@@ -42,15 +56,16 @@ impl<D: Member> Engine<D> {
         let merges = !self.replacing && (self.recovering || self.geo.level != Level::Raid6);
         let pace = self.resync.as_ref().expect("resync").pace();
         let in_cache = self.sync_in_cache();
-        // A burst is at most half of md's sync buffers (raid5/6: the stripe cache as it
-        // is now), so that one half is read while the other is written (an idle array
-        // rebuilds at its members' rate).
-        let buffers = if in_cache {
-            self.cache_rows / WINDOW_ROWS
+        // raid5/6: a burst is at most half of the stripe cache as it is now, so that one
+        // half is read while the other is written (an idle array rebuilds at its
+        // members' rate). raid1/10: the thread sends every buffer it finds free and the
+        // block layer splits them at the member's largest request (the guest's raid1 sends
+        // 31 after a drain, which reach the survivor as 20 + 11 or 15 + 15 + 1).
+        let largest = if in_cache {
+            ((self.cache_rows / WINDOW_ROWS / 2).max(1) * pace.unit).min(self.merge_max)
         } else {
-            pace.windows as u64
+            self.merge_max
         };
-        let largest = ((buffers / 2).max(1) * pace.unit).min(self.merge_max);
         let mut group = passed;
         let mut look = passed.is_some();
         loop {
@@ -105,7 +120,7 @@ impl<D: Member> Engine<D> {
                 }
                 None => Some((offset, len)),
             };
-            look = true;
+            look = self.resync.as_mut().expect("resync").look_due();
         }
         if let Some((at, len)) = group {
             self.resync_window(at, len);

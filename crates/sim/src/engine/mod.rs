@@ -18,7 +18,7 @@ use crate::md::{
     needs_reads, plan_one_row, plan_stripe_into, row_words, Geometry, Lost, Piece, PlanScratch, ROW,
 };
 use crate::queue::{EventQueue, Key};
-use crate::resync::{self, IdleTest, Next, Pace, Resync, STEP};
+use crate::resync::{self, IdleTest, Next, Pace, Resync, MIRROR_BUFFER, STEP};
 use crate::slab::{Pool, Slab};
 use raidlab_core::Bitmap as BitmapSetting;
 use raidlab_core::Resync as ResyncSetting;
@@ -32,7 +32,7 @@ use std::collections::{HashMap, VecDeque};
 
 mod adapter;
 mod background;
-pub use background::{MERGE_MAX, VIRTIO_MERGE_MAX};
+pub use background::{segment_merge_max, MERGE_MAX, VIRTIO_SEGMENTS};
 mod dispatch;
 mod stripes;
 mod submit;
@@ -975,18 +975,21 @@ impl<D: Member> Engine<D> {
 
 /// How md paces the recovery of a rebuilding array: its knobs, the in-flight cap of a busy
 /// 6.16 kernel (`sync_io_depth` units of 4 KiB on raid5/6, 64 KiB elsewhere), and the
-/// windows md's buffers hold on an idle one (raid1/10's 32 resync buffers of 64 KiB; on
-/// raid5/6 the stripe cache, which the engine keeps).
+/// windows md's barrier or buffers let it hold on an idle one (raid1/10: sync buffers of
+/// 64 KiB, one `r1bio`/`r10bio` each; raid5/6: the stripe cache, which the engine keeps).
 fn rebuild_pace(spec: &ArraySpec) -> Pace {
     let r: Rebuild = spec.rebuild.unwrap_or_default();
     let parity = matches!(spec.level, Level::Raid5 | Level::Raid6);
-    let unit = if parity { ROW } else { 64 << 10 };
+    let unit = if parity { ROW } else { MIRROR_BUFFER };
     // raid5/6: the stripe cache bounds the sync (the engine's `sync_takes_rows`), and
-    // it grows.
-    let windows = if parity {
-        u32::MAX
-    } else {
-        (32 * (64 << 10) / STEP) as u32
+    // it grows. raid1/10: the resync barrier, which a sync buffer raises before it waits
+    // for it to be below `RESYNC_DEPTH` — so one fewer than that in flight: raid1 32
+    // buffers (the guest's raid1 sends 31 after each drain), raid10 32 MiB of them
+    // ("memory permitting", its pool only reserving 1 MiB).
+    let windows = match spec.level {
+        _ if parity => u32::MAX,
+        Level::Raid10 => (32 << 20) / MIRROR_BUFFER as u32 - 1,
+        _ => 32 - 1,
     };
     Pace {
         governor: Some(r.kernel),
@@ -994,7 +997,7 @@ fn rebuild_pace(spec: &ArraySpec) -> Pace {
         max: r.sync_speed_max,
         depth_bytes: r.sync_io_depth as u64 * unit,
         windows,
-        unit: STEP,
+        unit: if parity { STEP } else { MIRROR_BUFFER },
     }
 }
 
