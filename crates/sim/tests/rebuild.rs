@@ -91,11 +91,12 @@ fn idle_rebuild_of_a_16tb_member_matches_theory() {
 
 /// Under steady load each kernel regime does what its code says: before 4.1 md sleeps
 /// whenever it is above `sync_speed_min` and busy, so it sits at the minimum (1,000 KiB/s);
-/// from 4.1 it drains what it has in flight when the array is busy and gets well past it.
-/// Before 6.16, `is_mddev_idle` lets the sync's own requests in flight hide the workload;
-/// 6.16 calls the array busy whenever it serves the workload and caps the sync at
-/// `sync_io_depth` units in flight instead. So 6.16 rebuilds raid1 faster (32 × 64 KiB in
-/// flight) and the workload pays; raid6 slower (its depth is 32 × 4 KiB, one window) and
+/// from 4.1 it drains what it has in flight when the array is busy and gets well past it
+/// (raid10 least: each 64 KiB sync buffer takes its turn with the workload at the barrier,
+/// 4.4 times the minimum). Before 6.16, `is_mddev_idle` lets the sync's own requests in
+/// flight hide the workload; 6.16 calls the array busy whenever it serves the workload and
+/// caps the sync at `sync_io_depth` units in flight instead. So 6.16 rebuilds raid1 faster
+/// (the 31 buffers of 64 KiB its barrier lets pass are within the cap) and the workload pays; raid6 slower (its depth is 32 × 4 KiB, one window) and
 /// the workload gains; raid10 as fast as 6.15, because there its barrier paces the
 /// recovery in both: each sync request waits until no host I/O waits or runs inside md.
 #[test]
@@ -219,7 +220,7 @@ fn a_recovery_that_ends_within_the_run_is_timed_to_its_end() {
 /// members, so neither is idle, and the nearer `head_position` wins; md moves it at every
 /// completion, the sync's writes included, so the fresh member's head sits at the sync's
 /// front and the workload's reads stay on the survivor (the VM lab's guest sent 39 of 447
-/// there; docs/vm-lab.md "raid1's recovery"). The VM lab's light-workload raid1 case.
+/// there; docs/vm-lab.md "raid1's and raid10's recoveries"). The VM lab's light-workload raid1 case.
 #[test]
 fn a_recovering_raid1_leaves_the_reads_on_the_survivor() {
     let c = common::one_case(
