@@ -584,8 +584,9 @@ fn md_rebuild_in_one_boot() {
 /// read choice (the workload's reads stay on raid1's survivor) and raid1/10's sync as the
 /// guest's trace shows it — every free 64 KiB buffer sent at once (raid1 31, raid10 up to
 /// 511), split at virtio's 254 segments, 15 buffers — and recovers raid5, raid6 and raid10
-/// within 15 % (44.6, 43.5, 53.4) and raid1 within 20 % (30.1: the guest's fastest boot
-/// merged more buffers, whose pages happened to be adjacent, into 20-buffer requests).
+/// within 15 % (44.6, 43.5, 53.4) and raid1 within 25 % (30.1, at the low end of the
+/// guest's spread: its fastest boots merged more buffers, whose pages happened to be
+/// adjacent, into 20-buffer requests).
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
@@ -615,9 +616,10 @@ fn md_rebuild_under_a_light_workload() {
         within(&format!("{label}: the simulator's rate"), si, 30.0, 0.01);
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
-            // The guest's raid1 ranged 30.2-36.6 over eight boots, the simulator's 30.1 at
-            // 0 to -18 %.
-            Some("raid1") => within(&what, b, a, 0.20),
+            // The guest's raid1 ranged 30.2-36.6 over nine boots (±10 % about its mean), the
+            // simulator's 30.1 at 0 to -18 %: 25 %, so that a boot 3 % faster than the
+            // fastest seen still passes.
+            Some("raid1") => within(&what, b, a, 0.25),
             _ => within(&what, b, a, 0.15),
         }
     }
