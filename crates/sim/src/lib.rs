@@ -104,19 +104,17 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
             // virtio-blk's segments bound the requests md's merged page buffers make on
             // the VM lab's members: raid5/6's stripe pages one page a bio, raid1/10's sync
             // buffers 16 (other members: `max_sectors_kb` alone).
-            let mirror = matches!(
-                case.array.level,
-                raidlab_core::Level::Raid1 | raidlab_core::Level::Raid10
-            );
-            let pages = resync::MIRROR_BUFFER / 4096;
-            match (&model.kind, mirror) {
-                (DiskKind::Throttle(_), false) => {
-                    e = e.merge_max(engine::segment_merge_max(engine::VIRTIO_SEGMENTS, 1))
-                }
-                (DiskKind::Throttle(_), true) => {
-                    e = e.merge_max(engine::segment_merge_max(engine::VIRTIO_SEGMENTS, pages))
-                }
-                _ => {}
+            if matches!(model.kind, DiskKind::Throttle(_)) {
+                let bio_pages = match case.array.level {
+                    raidlab_core::Level::Raid1 | raidlab_core::Level::Raid10 => {
+                        resync::MIRROR_BUFFER / 4096
+                    }
+                    _ => 1,
+                };
+                e = e.merge_max(engine::segment_merge_max(
+                    engine::VIRTIO_SEGMENTS,
+                    bio_pages,
+                ));
             }
             if let Some(at) = how.rebuild_from {
                 e = e.rebuild_from(at);

@@ -983,9 +983,9 @@ fn rebuild_pace(spec: &ArraySpec) -> Pace {
     let unit = if parity { ROW } else { MIRROR_BUFFER };
     // raid5/6: the stripe cache bounds the sync (the engine's `sync_takes_rows`), and
     // it grows. raid1/10: the resync barrier, which a sync buffer raises before it waits
-    // for it to be below `RESYNC_DEPTH` — so one fewer than that in flight: raid1 32
-    // buffers (the guest's raid1 sends 31 after each drain), raid10 32 MiB of them
-    // ("memory permitting", its pool only reserving 1 MiB).
+    // for it to be below `RESYNC_DEPTH`, so one fewer than that depth in flight: raid1's
+    // is 32 buffers (the guest's raid1 sends 31 after each drain), raid10's 32 MiB of them
+    // ("memory permitting": its pool only reserves 1 MiB).
     let windows = match spec.level {
         _ if parity => u32::MAX,
         Level::Raid10 => (32 << 20) / MIRROR_BUFFER as u32 - 1,
