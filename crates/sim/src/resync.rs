@@ -52,7 +52,9 @@
 //! 64 MiB bucket (since Linux 4.11). Each sync request raises it once no host I/O waits at
 //! it (`nr_waiting`), then waits until the host I/O inside md (in its bucket) has completed;
 //! host I/O then waits until the sync requests holding it complete — raid10's reads and
-//! writes, raid1's writes only. Not modelled: the same barrier during the initial resync
+//! writes, raid1's writes only. While host I/O waits, the sync thread sleeps a jiffy
+//! before it raises the barrier again, and when the barrier drops, fio's thread and the
+//! sync thread race (`Engine::lower_barrier`). Not modelled: the same barrier during the initial resync
 //! (the VM lab's kernel lost a fifth of the IOPS there, as the model without it predicts;
 //! with it, the model lost more than half); the initial resync keeps one window in flight
 //! at a time, as the 4.1–6.15 kernels the seeds ran on did under load.

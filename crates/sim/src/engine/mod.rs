@@ -382,6 +382,11 @@ struct Barrier {
     /// empty before it may raise (`unraised`).
     window: Option<(u64, u64)>,
     unraised: bool,
+    /// The sync thread has had its jiffy's sleep for the host I/O waiting at the barrier
+    /// and goes on to raise it (`Engine::resync_go`).
+    napped: bool,
+    /// Scratch for `lower_barrier`: the jobs whose thread slept at the barrier.
+    woken: Vec<u32>,
 }
 
 /// raid1's barrier buckets: `BARRIER_UNIT_SECTOR_BITS` (17) of 512-byte sectors.
@@ -542,6 +547,9 @@ pub struct Engine<D> {
     /// `wait_barrier`): sync windows holding it, host I/Os inside md, host I/Os held at
     /// the barrier, and a window waiting before it goes to the members.
     barrier: Barrier,
+    /// Who wins when fio's thread and md's sync thread are woken together at the
+    /// barrier (`Engine::lower_barrier`).
+    race: ChaCha8Rng,
     measure_from: Nanos,
     end: Nanos,
     read: DirStats,
@@ -657,6 +665,9 @@ fn cpu_per_io(ioengine: &str) -> Nanos {
         _ => Nanos(1_000_000_000 / 608_000),
     }
 }
+
+/// A jiffy of Debian's kernels (`CONFIG_HZ=250`).
+const JIFFY: Nanos = Nanos(4_000_000);
 
 fn stream(seed: u64, component: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ component.wrapping_mul(0x9E37_79B9_7F4A_7C15))
@@ -792,6 +803,7 @@ impl<D: Member> Engine<D> {
                 bucket_bits: (spec.level == Level::Raid1).then_some(RAID1_BUCKET_BITS),
                 ..Barrier::default()
             },
+            race: stream(seed, 2_000),
             measure_from,
             end: measure_from + w.runtime,
             read: DirStats::default(),

@@ -4,9 +4,6 @@
 
 use super::*;
 
-/// A jiffy of Debian's kernels (`CONFIG_HZ=250`).
-const JIFFY: Nanos = Nanos(4_000_000);
-
 impl<D: Member> Engine<D> {
     /// The pool index of a stripe, if md holds it.
     pub(super) fn stripe_slot(&self, stripe: u64) -> Option<u32> {
