@@ -541,9 +541,10 @@ fn md_rebuild_in_one_boot() {
         // raid5's, raid6's and raid10's by less than two (docs/vm-lab.md, "Rebuilding").
         // raid6's on clean members runs at 11-15 MiB/s in the guest, about twice the
         // simulator's 7.3: an open gap (issue 17), held at ×2.5 until it is closed.
-        // raid10's at 2.1-3.4 against the simulator's 1.54: md's 64 KiB windows each
-        // take their turn at the barrier there, and the guest's fio thread, asleep in
-        // `io_submit` at it, lets more of them through (docs/simulator.md): ×2.5.
+        // raid10's at 2.1-4.1 against the simulator's 1.95: md's 64 KiB sync buffers
+        // each take their turn at the barrier, and how many of fio's reads go between two
+        // is a race of fio's thread and md's sync thread (the simulator draws it with the
+        // odds the guest's traces showed; docs/vm-lab.md): ×2.5.
         let factor = match vm["level"].as_str() {
             Some("raid1") => 4.0,
             Some("raid6") | Some("raid10") => 2.5,
@@ -554,20 +555,17 @@ fn md_rebuild_in_one_boot() {
             "{label}: simulated recovery {b:.2} MiB/s, the guest's {a:.2}: not within ×{factor}"
         );
     }
-    // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6, and on
-    // raid10 +45 % / −15 %: the guest gave 76.6–85.9 IOPS over eight runs, the simulator
-    // 98.5 (111.4 before md's merged sync requests and barrier waits were modelled, 162.7
-    // without the barrier); raid6 on clean members 141.7 twice against 149.1
-    // (docs/vm-lab.md).
+    // The workload while md recovers: within 15 % on raid1, 25 % on raid5/6, 20 % on
+    // raid10: the guest gave 76.6–92.2 IOPS over thirteen runs, the simulator 85.7 (98.5 when
+    // all of fio's reads went in before md's sync thread raised the barrier again, 111.4
+    // before md's merged sync requests and barrier waits were modelled, 162.7 without the
+    // barrier); raid6 on clean members 132.6–158.9 against 149.1 (docs/vm-lab.md).
     assert_eq!(v.len(), s.len());
     for ((l, lay, rw, a), (l2, _, _, b)) in v.iter().zip(&s) {
         assert_eq!(l, l2);
         let what = format!("sim predicting vm, {l} {lay} {rw} while rebuilding");
         if l == "raid10" {
-            assert!(
-                *b <= a * 1.45 && *b >= a * 0.85,
-                "{what}: {b:.1} IOPS, the guest's {a:.1}"
-            );
+            within(&what, *b, *a, 0.20);
         } else if l == "raid5" || l == "raid6" {
             within(&what, *b, *a, 0.25);
         } else {
@@ -578,14 +576,16 @@ fn md_rebuild_in_one_boot() {
 
 /// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
 /// 30 a second) leave the members' throttle to md, and the guest repeats itself: raid6
-/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–59.8, raid1 30.2–36.6 MiB/s in eight boots,
+/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–58.0, raid1 29.8–36.4 MiB/s in ten boots,
 /// where under a saturating workload its recoveries vary by ×1.5–×4
 /// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does, keeps md's
 /// read choice (the workload's reads stay on raid1's survivor) and raid1/10's sync as the
 /// guest's trace shows it — every free 64 KiB buffer sent at once (raid1 31, raid10 up to
-/// 511), split at virtio's 254 segments, 15 buffers — and recovers raid5, raid6 and raid10
-/// within 15 % (44.6, 43.5, 53.4) and raid1 within 25 % (30.1, at the low end of the
-/// guest's spread: its fastest boots merged more buffers, whose pages happened to be
+/// 511), split at virtio's 254 segments, 15 buffers — and recovers raid5 and raid6 within
+/// 15 % (44.6, 43.5), raid10 within 20 % (49.9, at the low end of the guest's spread: the
+/// simulator's turns at the barrier are longer than the guest's, so a read of fio's that
+/// loses the race to md's sync thread costs it more) and raid1 within 25 % (30.1, at the
+/// low end: the guest's fastest boots merged more buffers, whose pages happened to be
 /// adjacent, into 20-buffer requests).
 #[test]
 fn md_rebuild_under_a_light_workload() {
@@ -613,15 +613,17 @@ fn md_rebuild_under_a_light_workload() {
         eprintln!("{label}: vm {vi:.1} IOPS, {a:.2} MiB/s; sim {si:.1} IOPS, {b:.2} MiB/s");
         // fio holds the rate in the guest (within 5 %: a CI boot's raid1 fell behind to
         // 29.1 a second while md's recovery held the survivor), and the simulator paces it
-        // as fio does.
+        // as fio does (raid10's 29.6: reads that lost the race at md's barrier wait a turn).
         within(&format!("{label}: the guest's rate"), vi, 30.0, 0.05);
-        within(&format!("{label}: the simulator's rate"), si, 30.0, 0.01);
+        within(&format!("{label}: the simulator's rate"), si, 30.0, 0.03);
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
-            // The guest's raid1 ranged 30.2-36.6 over nine boots (±10 % about its mean), the
-            // simulator's 30.1 at 0 to -18 %: 25 %, so that a boot 3 % faster than the
-            // fastest seen still passes.
+            // The guest's raid1 ranged 29.8-36.6 over ten boots (±10 % about its mean), the
+            // simulator's 30.1 at +1 to -18 %: 25 %, so that a boot 3 % faster than the
+            // fastest seen still passes. raid10's 50.2-58.0 against 49.9: 20 %, for the same
+            // margin above the fastest.
             Some("raid1") => within(&what, b, a, 0.25),
+            Some("raid10") => within(&what, b, a, 0.20),
             _ => within(&what, b, a, 0.15),
         }
     }
