@@ -229,8 +229,9 @@ impl<D: Member> Engine<D> {
         let racing = self.barrier.unraised;
         let mut woken = std::mem::take(&mut self.barrier.woken);
         let mut lost = false;
-        let mut kept = VecDeque::new();
-        while let Some(host) = self.barrier.held.pop_front() {
+        // Those that lose stay held, in their order, ahead of any that come later.
+        let mut held = std::mem::take(&mut self.barrier.held);
+        for host in held.drain(..) {
             let job = self.slot_job[self.hosts.get(host).slot as usize];
             let goes = if !woken.contains(&job) {
                 woken.push(job);
@@ -247,12 +248,11 @@ impl<D: Member> Engine<D> {
                 self.barrier.enter(offset);
                 self.enter_md(host);
             } else {
-                kept.push_back(host);
+                self.barrier.held.push_back(host);
             }
         }
         woken.clear();
         self.barrier.woken = woken;
-        self.barrier.held = kept;
         // The window that waited for them to stop waiting raises the barrier now, and
         // waits for them to leave md.
         if self.barrier.unraised {
