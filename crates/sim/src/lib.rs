@@ -101,10 +101,9 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     macro_rules! go {
         ($make:expr) => {{
             let mut e = Engine::new(case, how.member, seed, $make);
-            // The VM lab's members: virtio-blk's segments bound the requests md's merged
-            // page buffers make (raid5/6's stripe pages one page a bio, raid1/10's sync
-            // buffers 16; other members: `max_sectors_kb` alone), and md's sync thread
-            // runs on a CPU qemu emulates.
+            // virtio-blk's segments bound the requests md's merged page buffers make on
+            // the VM lab's members: raid5/6's stripe pages one page a bio, raid1/10's sync
+            // buffers 16 (other members: `max_sectors_kb` alone).
             if matches!(model.kind, DiskKind::Throttle(_)) {
                 let bio_pages = match case.array.level {
                     raidlab_core::Level::Raid1 | raidlab_core::Level::Raid10 => {
@@ -112,12 +111,10 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
                     }
                     _ => 1,
                 };
-                e = e
-                    .merge_max(engine::segment_merge_max(
-                        engine::VIRTIO_SEGMENTS,
-                        bio_pages,
-                    ))
-                    .sync_cpu(engine::VM_LAB_SYNC_CPU);
+                e = e.merge_max(engine::segment_merge_max(
+                    engine::VIRTIO_SEGMENTS,
+                    bio_pages,
+                ));
             }
             if let Some(at) = how.rebuild_from {
                 e = e.rebuild_from(at);

@@ -41,10 +41,11 @@
 //! What the sync thread issues without sleeping in between reaches each member as few
 //! requests: `md_do_sync` and raid5d hold a block plug, under which contiguous bios merge up
 //! to the member's largest request (`max_sectors_kb`, 1280 KiB, or fewer segments than
-//! that: `Engine::merge_max`). raid1/10's sync thread sends every buffer it finds free,
-//! split at that limit (raid1: 31 buffers as 20 + 11), in the VM lab one per 100 µs of its
-//! emulated CPU (`Engine::sync_cpu`); raid5/6's merges at most half of the stripe cache,
-//! so that one half is read while the other is written.
+//! that: on the VM lab's virtio-blk 1,016 KiB of raid5/6's stripe pages and 960 KiB of
+//! raid1/10's buffers, `Engine::merge_max`). raid1/10's sync thread sends every buffer it
+//! finds free, split at that limit (the VM lab's raid1: 31 buffers as 15 + 15 + 1 or
+//! 20 + 11); raid5/6's merges at most half of the stripe cache, so that one half is read
+//! while the other is written.
 //!
 //! md's resync barrier makes a recovery and the workload take turns (the engine's
 //! `Barrier`, applied to recoveries): raid10 has one for the whole array, raid1 one per

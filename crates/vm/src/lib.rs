@@ -484,13 +484,8 @@ impl VmTarget {
                 f.display(),
                 Self::throttling(self.model.as_ref())
             ));
-            // A queue of 1,024 entries takes 1,022 segments a request: `max_sectors_kb`
-            // bounds the guest's merged requests, not how many of md's pages happen to be
-            // adjacent (254 segments with qemu's default queue; docs/vm-lab.md).
             args.push("-device".into());
-            args.push(format!(
-                "virtio-blk-pci,drive=d{i},serial=d{i},queue-size=1024"
-            ));
+            args.push(format!("virtio-blk-pci,drive=d{i},serial=d{i}"));
         }
         args.extend(self.results_drive(dir)?);
         Ok(args)

@@ -85,7 +85,7 @@ impl Members {
             ));
             args.push("-device".into());
             args.push(format!(
-                "virtio-blk-pci,drive=d{i},serial=d{i},write-cache=on,queue-size=1024"
+                "virtio-blk-pci,drive=d{i},serial=d{i},write-cache=on"
             ));
         }
         args

@@ -505,9 +505,8 @@ fn md_rebuild_in_one_boot() {
     let (v, s, vm_rows, sim_rows) = run_both_rows("vm-rebuild", &body, 5);
     // The last case: raid5 with `sync_speed_min` at md's maximum, so that md's governor
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
-    // requests and the members (guest 25.7-26.1 MiB/s in two boots against the simulator's
-    // 26.3, with requests of up to 1,280 KiB: virtio's 1,024-entry queue; docs/vm-lab.md).
-    // Under the default minimum the governor's idle test decides, and
+    // requests and the members (guest 22.7-23.7 MiB/s in three boots against the simulator's
+    // 22.6 with requests of at most virtio's 1,016 KiB, 26.3 at 1,280; docs/vm-lab.md). Under the default minimum the governor's idle test decides, and
     // there the simulator is further off (below).
     let (vm, sim) = (&vm_rows[4], &sim_rows[4]);
     let (a, b) = (
@@ -576,18 +575,18 @@ fn md_rebuild_in_one_boot() {
 }
 
 /// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
-/// 30 a second) leave the members' throttle to md, and the guest repeats itself where
-/// under a saturating workload its recoveries vary by ×1.5–×4 (`md_rebuild_in_one_boot`):
-/// with virtio's 1,024-entry queue (docs/vm-lab.md), raid6 53.9–55.1 and raid5 53.0–56.3
-/// MiB/s in four boots, raid10 51.2–58.0 in five, raid1 35.3–42.1 in four. The simulator paces fio's
-/// rate as fio does, keeps md's read choice (the workload's reads stay on raid1's
-/// survivor) and raid1/10's sync as the guest's trace shows it — every free 64 KiB buffer
-/// sent, one per 100 µs of the sync thread's time under TCG, merged up to
-/// `max_sectors_kb` — and recovers raid5 and raid6 within 15 % (55.1, 55.7: within 4 % of
-/// every boot). raid10 (62.6) and raid1 (44.1) are held within 30 %: the simulator is
-/// 5–22 % above the guest there, whose sync requests break into smaller ones between md's
-/// drains (a fifth to a quarter of them single buffers in the traced boot, against 16 % of
-/// raid10's and 1 % of raid1's in the simulator).
+/// 30 a second) leave the members' throttle to md, and the guest repeats itself: raid6
+/// 44.8–48.0, raid5 43.7–47.1, raid10 50.2–58.0, raid1 29.8–36.4 MiB/s in ten boots,
+/// where under a saturating workload its recoveries vary by ×1.5–×4
+/// (`md_rebuild_in_one_boot`). The simulator paces fio's rate as fio does, keeps md's
+/// read choice (the workload's reads stay on raid1's survivor) and raid1/10's sync as the
+/// guest's trace shows it — every free 64 KiB buffer sent at once (raid1 31, raid10 up to
+/// 511), split at virtio's 254 segments, 15 buffers — and recovers raid5 and raid6 within
+/// 15 % (44.6, 43.5), raid10 within 20 % (49.9, at the low end of the guest's spread: the
+/// simulator's turns at the barrier are longer than the guest's, so a read of fio's that
+/// loses the race to md's sync thread costs it more) and raid1 within 25 % (30.1, at the
+/// low end: the guest's fastest boots merged more buffers, whose pages happened to be
+/// adjacent, into 20-buffer requests).
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
@@ -619,10 +618,12 @@ fn md_rebuild_under_a_light_workload() {
         within(&format!("{label}: the simulator's rate"), si, 30.0, 0.03);
         let what = format!("sim predicting vm, {label}'s recovery under light load");
         match v["level"].as_str() {
-            // The simulator above the guest's slowest boots by 16 % (raid1, 37.9) and 22 %
-            // (raid10, 51.2, in the whole suite's run): 30 %, so that a boot 6 % slower than
-            // the slowest seen still passes.
-            Some("raid1" | "raid10") => within(&what, b, a, 0.30),
+            // The guest's raid1 ranged 29.8-36.6 over ten boots (±10 % about its mean), the
+            // simulator's 30.1 at +1 to -18 %: 25 %, so that a boot 3 % faster than the
+            // fastest seen still passes. raid10's 50.2-58.0 against 49.9: 20 %, for the same
+            // margin above the fastest.
+            Some("raid1") => within(&what, b, a, 0.25),
+            Some("raid10") => within(&what, b, a, 0.20),
             _ => within(&what, b, a, 0.15),
         }
     }

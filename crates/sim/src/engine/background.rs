@@ -19,26 +19,18 @@ const FIO_WINS_THE_RACE: f64 = 0.6;
 pub const MERGE_MAX: u64 = 1280 << 10;
 
 /// Segments a VM-lab member (qemu's virtio-blk, the `throttle` models) takes in one
-/// request: `seg_max`, the queue size less 2. The VM lab gives its members a queue of
-/// 1,024 entries, so `max_sectors_kb` bounds their requests, not how many of md's pages
-/// happen to be adjacent (with qemu's default 256 the guest's raid1 recovery varied by
-/// that from boot to boot: docs/vm-lab.md).
-pub const VIRTIO_SEGMENTS: u64 = 1022;
-
-/// The CPU time md's raid1/10 sync thread takes per 64 KiB sync buffer in the VM lab,
-/// where qemu emulates the guest's CPU (TCG): the guest's trace (`RAIDLAB_VM_TRACE=1`) has
-/// a burst's buffers queued 87 µs (raid10) and 94 µs (raid1) apart at the median, 103 and
-/// 109 µs on average ([`Engine::sync_cpu`]).
-pub const VM_LAB_SYNC_CPU: Nanos = Nanos(100_000);
+/// request: `seg_max`, the queue size less 2.
+pub const VIRTIO_SEGMENTS: u64 = 254;
 
 /// The largest request a member whose driver takes `segments` segments builds of md's
 /// merged page buffers, each 4 KiB page one segment and each bio merged whole: `bio_pages`
-/// pages a bio (raid5/6's stripe pages one, raid1/10's sync buffers 16), and never more
-/// than [`MERGE_MAX`]. With qemu's default queue (254 segments) that was 1,016 KiB of
-/// raid5/6's pages and 15 of raid1/10's buffers, 960 KiB — where the guest's requests
-/// stopped, unless enough of a buffer's pages were adjacent to share segments; the VM
-/// lab's 1,022 segments leave [`MERGE_MAX`]. Other members are held to `max_sectors_kb`
-/// alone (a SATA port's AHCI driver takes 168 segments: not modelled).
+/// pages a bio, and never more than [`MERGE_MAX`]. raid5/6's stripe pages go one per bio:
+/// on virtio-blk 254 pages, 1,016 KiB (the guest's raid5/6 recovery requests in
+/// docs/vm-lab.md stop there exactly). raid1/10's sync buffers are 16 pages each: 15 of
+/// them on virtio-blk, 960 KiB (the guest's raid1 recovery requests stop at 15 buffers in
+/// 208 of 747, at 20 — where enough of their pages happened to be adjacent — in 75).
+/// Other members are held to `max_sectors_kb` alone (a SATA port's AHCI driver takes 168
+/// segments: not modelled).
 pub const fn segment_merge_max(segments: u64, bio_pages: u64) -> u64 {
     let bytes = segments / bio_pages * bio_pages * 4096;
     if bytes < MERGE_MAX {
@@ -71,24 +63,6 @@ impl<D: Member> Engine<D> {
     /// thread returns from `raise_barrier`, sends that window and checks its speed, as
     /// after any other.
     pub(super) fn resync_go(&mut self, passed: Option<(u64, u64)>) {
-        if self.sync_step.is_some() {
-            // The thread is on a CPU sending a buffer; it looks again when done.
-            debug_assert!(passed.is_none(), "a window passed the barrier mid-step");
-            return;
-        }
-        self.resync_run(passed, passed.is_some());
-    }
-
-    /// The sync thread has spent its CPU time on the last buffer it sent: it goes on,
-    /// with what it holds under its plug.
-    pub(super) fn resync_step(&mut self) {
-        let (group, look) = self.sync_step.take().expect("a sync step");
-        self.resync_run(group, look);
-    }
-
-    /// The sync thread's loop from `group` (what it holds under its block plug) until it
-    /// sleeps or stops, when its plug's request goes to the members.
-    fn resync_run(&mut self, mut group: Option<(u64, u64)>, mut look: bool) {
         let merges = !self.replacing && (self.recovering || self.geo.level != Level::Raid6);
         let pace = self.resync.as_ref().expect("resync").pace();
         let in_cache = self.sync_in_cache();
@@ -102,6 +76,8 @@ impl<D: Member> Engine<D> {
         } else {
             self.merge_max
         };
+        let mut group = passed;
+        let mut look = passed.is_some();
         loop {
             if look {
                 look = false;
@@ -167,11 +143,6 @@ impl<D: Member> Engine<D> {
                 None => Some((offset, len)),
             };
             look = self.resync.as_mut().expect("resync").look_due();
-            if self.sync_cpu > Nanos(0) && self.barrier_applies() {
-                self.sync_step = Some((group, look));
-                self.schedule(self.now + self.sync_cpu, Ev::SyncStep);
-                return;
-            }
         }
         if let Some((at, len)) = group {
             self.resync_window(at, len);

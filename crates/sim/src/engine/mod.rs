@@ -32,7 +32,7 @@ use std::collections::{HashMap, VecDeque};
 
 mod adapter;
 mod background;
-pub use background::{segment_merge_max, MERGE_MAX, VIRTIO_SEGMENTS, VM_LAB_SYNC_CPU};
+pub use background::{segment_merge_max, MERGE_MAX, VIRTIO_SEGMENTS};
 mod dispatch;
 mod stripes;
 mod submit;
@@ -63,9 +63,6 @@ enum Ev {
     ResyncWake,
     /// md's sync thread, which waited for stripe heads, goes on after its jiffy's sleep.
     SyncHeads,
-    /// md's sync thread has spent its CPU time on a buffer ([`Engine::sync_cpu`]) and
-    /// goes on to the next.
-    SyncStep,
     /// The measured window opens: the sync's position is noted.
     MeasureStart,
     /// A job's submitter takes its next waiting I/O (direct raid5/6 I/O: see `Submitter`).
@@ -574,13 +571,6 @@ pub struct Engine<D> {
     /// The largest request merged bios make on a member (`max_sectors_kb`, or fewer
     /// segments than that: [`Engine::merge_max`]).
     merge_max: u64,
-    /// The sync thread's CPU time per sync buffer where it matters to md's barrier
-    /// ([`Engine::sync_cpu`]); zero: none.
-    sync_cpu: Nanos,
-    /// While the sync thread spends that time: the buffers it has sent under its block
-    /// plug (a request's range, not yet on the members) and whether its speed check is
-    /// due.
-    sync_step: Option<(Option<(u64, u64)>, bool)>,
     plugging: bool,
     plugged: Vec<(u32, MemberOp)>,
     /// The tags each merged command completes, by the index its own tag carries.
@@ -829,8 +819,6 @@ impl<D: Member> Engine<D> {
                     || !geo.chunk.is_multiple_of(w.bs.0)
                     || !w.offset.0.is_multiple_of(w.bs.0)),
             merge_max: background::MERGE_MAX,
-            sync_cpu: Nanos(0),
-            sync_step: None,
             plugging: false,
             plugged: Vec::new(),
             merged: Vec::new(),
@@ -873,15 +861,6 @@ impl<D: Member> Engine<D> {
     /// `max_sectors_kb`'s 1,280 KiB (a driver with fewer segments for md's page buffers).
     pub fn merge_max(mut self, bytes: u64) -> Self {
         self.merge_max = bytes.clamp(4096, background::MERGE_MAX);
-        self
-    }
-
-    /// The CPU time md's raid1/10 sync thread spends on each sync buffer it sends
-    /// (`raise_barrier`, the buffer's bio, its submission) while recovering: it sends the
-    /// next one after that, holding its block plug, so host I/O that arrives meanwhile
-    /// stops the burst at the barrier. Zero (the default) sends every free buffer at once.
-    pub fn sync_cpu(mut self, per_buffer: Nanos) -> Self {
-        self.sync_cpu = per_buffer;
         self
     }
 
@@ -968,7 +947,6 @@ impl<D: Member> Engine<D> {
                 Ev::BitmapDaemon => self.bitmap_daemon(),
                 Ev::ResyncWake => self.resync_wake(),
                 Ev::SyncHeads => self.resync_pump(),
-                Ev::SyncStep => self.resync_step(),
                 Ev::MeasureStart => {
                     self.sync_at_measure = self.resync.as_ref().map(|r| r.done);
                 }
