@@ -7,7 +7,7 @@
 //! over the mission from the rebuild time it simulated (`raidlab-risk`). Candidates that
 //! break a constraint are cut and say which; the rest are ranked by the workloads'
 //! figures, with differences inside the simulator's run-to-run spread reported as ties
-//! and the Pareto front of performance, capacity and risk marked ([`rank`]). Simulated
+//! and the Pareto front of performance, capacity and risk marked ([`rank()`]). Simulated
 //! figures are cached by content hash ([`cache`]), so a second run with a changed
 //! constraint simulates nothing.
 

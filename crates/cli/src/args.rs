@@ -1,6 +1,10 @@
 //! The command line as clap sees it: raw arguments, documented for `--help`, completions
 //! and the man page. Resolution into actions happens in the command modules.
 
+// These doc comments are written for the terminal (`--help`): `<plan name>` and
+// `[workloads]` are what a user types, not HTML or links.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use raidlab_core::{

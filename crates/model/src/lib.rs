@@ -1,7 +1,7 @@
 //! raidlab's analytic model: what a case *should* do, and what is odd about a result.
 //!
 //! The report holds every measurement against an expectation built from per-disk
-//! figures and md's geometry ([`expect`]), and flags results whose recorded environment
+//! figures and md's geometry ([`expect()`]), and flags results whose recorded environment
 //! or shape explains — or fails to explain — the number ([`anomaly`]). Pure: figures and
 //! JSON in, numbers and sentences out.
 

@@ -1,4 +1,4 @@
-//! Member devices: a mechanical disk ([`hdd`]), a flash device, and a qemu-style
+//! Member devices: a mechanical disk ([`Hdd`]), a flash device, and a qemu-style
 //! throttled disk.
 //!
 //! Each device takes member operations, decides when to serve them and tells the
