@@ -4,7 +4,6 @@
 mod common;
 
 use raidlab_core::{Case, Level, Plan, Rw};
-use raidlab_fio::parse_output;
 use std::path::Path;
 
 fn plan(name: &str) -> Plan {
@@ -15,8 +14,7 @@ fn plan(name: &str) -> Plan {
 }
 
 fn run(case: &Case) -> (f64, f64, f64, Vec<raidlab_core::DiskUtil>) {
-    let out = raidlab_sim::simulate(case, 1).unwrap();
-    let f = parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(case);
     let d = f.read.as_ref().or(f.write.as_ref()).unwrap();
     (d.iops, d.bw_bytes_s / 1e6, d.lat_mean_ns / 1e6, f.disk_util)
 }

@@ -5,7 +5,6 @@
 mod common;
 
 use raidlab_core::Case;
-use raidlab_fio::parse_output;
 
 fn case(level: &str, rw: &str, host_queue: Option<u32>) -> Case {
     let queue = host_queue
@@ -20,8 +19,7 @@ fn case(level: &str, rw: &str, host_queue: Option<u32>) -> Case {
 
 /// (host IOPS, member commands per second, fio's figures and disk_util as JSON)
 fn run(c: &Case) -> (f64, f64, String) {
-    let out = raidlab_sim::simulate(c, 1).unwrap();
-    let f = parse_output(&out.fio_json).unwrap().figures;
+    let (out, f) = common::simulate(c);
     let d = f.read.as_ref().or(f.write.as_ref()).unwrap();
     let members: u64 = f.disk_util[1..]
         .iter()

@@ -6,7 +6,6 @@
 mod common;
 
 use raidlab_core::Case;
-use raidlab_fio::parse_output;
 
 /// A one-case plan: `arrays` and `workload` are TOML lines for `[arrays]` / `[workloads]`.
 fn case(disks: u32, arrays: &str, workload: &str) -> Case {
@@ -19,8 +18,7 @@ fn case(disks: u32, arrays: &str, workload: &str) -> Case {
 
 /// (write IOPS, write MB/s, member writes per host write)
 fn writes(c: &Case) -> (f64, f64, f64) {
-    let out = raidlab_sim::simulate(c, 1).unwrap();
-    let f = parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(c);
     let w = f.write.as_ref().unwrap();
     let host = f.disk_util[0].write_ios as f64;
     let members: u64 = f.disk_util[1..].iter().map(|d| d.write_ios).sum();
@@ -77,8 +75,7 @@ const RANDOM_FILE: &str =
 
 /// (write IOPS, member reads, member writes, host writes)
 fn member_ios(c: &Case) -> (f64, u64, u64, u64) {
-    let out = raidlab_sim::simulate(c, 1).unwrap();
-    let f = parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(c);
     let m = &f.disk_util[1..];
     (
         f.write.as_ref().unwrap().iops,
@@ -140,8 +137,7 @@ fn recovering_raid5_reads_the_missing_member_back_from_the_others() {
         "level = \"raid5\"\nresync = \"during\"",
         &RANDOM_FILE.replace("randwrite", "randread"),
     );
-    let out = raidlab_sim::simulate(&c, 1).unwrap();
-    let f = parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(&c);
     let host = f.disk_util[0].read_ios as f64;
     let reads: u64 = f.disk_util[1..].iter().map(|d| d.read_ios).sum();
     let windows: u64 = f.disk_util[1..].iter().map(|d| d.write_ios).sum();
@@ -170,8 +166,8 @@ fn bitmap_and_resync_replay_identically() {
 #[test]
 fn per_second_logs_agree_with_the_summary() {
     let c = case(6, "level = \"raid5\"", RANDOM_WIDE);
-    let out = raidlab_sim::simulate(&c, 1).unwrap();
-    let w = parse_output(&out.fio_json).unwrap().figures.write.unwrap();
+    let (out, f) = common::simulate(&c);
+    let w = f.write.unwrap();
     let field = |line: &str, i: usize| {
         line.split(',')
             .nth(i)
@@ -205,10 +201,9 @@ fn per_second_logs_agree_with_the_summary() {
 fn a_short_stripe_cache_moves_and_grows() {
     let run_with = |rows: u32, workload: &str| {
         let arrays = format!("level = \"raid5\"\nstripe_cache = {rows}");
-        let out = raidlab_sim::simulate(&case(4, &arrays, workload), 1).unwrap();
+        let (out, f) = common::simulate(&case(4, &arrays, workload));
         let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
         let heads = doc["raidlab"]["stripe_cache_heads"].as_u64().unwrap();
-        let f = parse_output(&out.fio_json).unwrap().figures;
         (f.write.unwrap().bw_bytes_s / 1e6, heads)
     };
     let run = |rows: u32| run_with(rows, SEQUENTIAL);
@@ -304,8 +299,7 @@ fn saturated_reads(level: &str, state: &str) -> (f64, f64, Vec<u64>) {
         &format!("level = \"{level}\"\nstate = \"{state}\""),
         "rw = \"randread\"\niodepth = 64\nnumjobs = 4\nsize = \"1t\"\nruntime = \"30s\"",
     );
-    let out = raidlab_sim::simulate(&c, 1).unwrap();
-    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(&c);
     let r = f.read.unwrap();
     // fio's disk_util lists the md device (with its members' sums) and each member.
     let members: Vec<u64> = f
@@ -375,8 +369,7 @@ fn raid1_sequential_reads_stay_on_one_mirror() {
                     "rw = \"read\"\nbs = \"4k\"\niodepth = {qd}\nsize = \"10g\"\nruntime = \"5s\""
                 ),
             );
-            let out = raidlab_sim::simulate(&c, 1).unwrap();
-            parse_output(&out.fio_json).unwrap().figures
+            common::simulate(&c).1
         };
         let (one, deep) = (run(1), run(16));
         let iops = |f: &raidlab_core::Figures| f.read.as_ref().unwrap().iops;

@@ -108,8 +108,7 @@ fn kernel_regimes_under_load() {
             &format!("state = \"rebuilding\"\nkernel = \"{kernel}\""),
             QD4_READS,
         );
-        let out = raidlab_sim::simulate(&c, 1).unwrap();
-        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        let (out, f) = common::simulate(&c);
         (out.rebuild.unwrap().mib_s * 1024.0, f.read.unwrap().iops)
     };
     for level in ["raid6", "raid10", "raid1"] {
@@ -148,10 +147,9 @@ fn a_small_member_is_rebuilt_within_the_run_and_then_read() {
         "level = \"raid1\"\nstate = \"rebuilding\"",
         "rw = \"randread\"\niodepth = 4\nsize = \"1g\"\nruntime = \"60s\"",
     );
-    let out = raidlab_sim::simulate(&c, 1).unwrap();
+    let (out, f) = common::simulate(&c);
     let seconds = out.rebuild.unwrap().seconds.expect("finished within 60 s");
     assert!((5.0..60.0).contains(&seconds), "{seconds:.1} s for 2 GB");
-    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
     let fresh = f
         .disk_util
         .iter()
@@ -169,9 +167,8 @@ fn a_small_member_is_rebuilt_within_the_run_and_then_read() {
         "level = \"raid1\"\nstate = \"degraded\"",
         "rw = \"randread\"\niodepth = 4\nsize = \"1g\"\nruntime = \"60s\"",
     );
-    let out = raidlab_sim::simulate(&degraded, 1).unwrap();
+    let (out, f) = common::simulate(&degraded);
     assert!(out.rebuild.is_none());
-    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
     let lost = f
         .disk_util
         .iter()
@@ -228,8 +225,7 @@ fn a_recovering_raid1_leaves_the_reads_on_the_survivor() {
         "level = \"raid1\"\nstate = \"rebuilding\"\nkernel = \"6.15\"",
         "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30",
     );
-    let out = raidlab_sim::simulate(&c, 1).unwrap();
-    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let (_, f) = common::simulate(&c);
     let members: Vec<_> = f
         .disk_util
         .iter()
@@ -280,8 +276,7 @@ fn degraded_random_writes_cost_what_md_plans() {
     let writes = "rw = \"randwrite\"\niodepth = 8\nsize = \"100g\"\nruntime = \"20s\"";
     let cost = |arrays: &str, level: &str| {
         let c = case(level, 6, arrays, writes);
-        let out = raidlab_sim::simulate(&c, 1).unwrap();
-        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        let (_, f) = common::simulate(&c);
         let host = f.write.as_ref().unwrap().ios as f64;
         let m = f.disk_util.iter().filter(|d| d.aggr_read_ios.is_none());
         let (r, w) = m.fold((0, 0), |(r, w), d| (r + d.read_ios, w + d.write_ios));
@@ -327,8 +322,7 @@ fn vm_lab_case(level: &str, state: &str) -> raidlab_core::Case {
 #[test]
 fn raid10_recovery_and_the_workload_take_turns() {
     let run = |state: &str| {
-        let out = raidlab_sim::simulate(&vm_lab_case("raid10", state), 1).unwrap();
-        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        let (_, f) = common::simulate(&vm_lab_case("raid10", state));
         f.read.unwrap().iops
     };
     let (degraded, rebuilding) = (run("degraded"), run("rebuilding"));
@@ -356,8 +350,7 @@ fn raid10_recovery_on_fast_members_sleeps_a_jiffy_for_waiting_io() {
             &format!("level = \"raid10\"\nstate = \"{state}\"{kernel}"),
             "rw = \"randread\"\niodepth = 32\nsize = \"10g\"\nruntime = \"5s\"",
         );
-        let out = raidlab_sim::simulate(&c, 1).unwrap();
-        let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+        let (out, f) = common::simulate(&c);
         (out.rebuild.map(|r| r.mib_s), f.read.unwrap().iops)
     };
     let (_, healthy) = run("healthy");
@@ -422,8 +415,7 @@ fn btrfs_replace_copies_what_is_allocated_at_the_disks_rate() {
     );
     // Under load: the workload keeps completing reads, none waiting much longer than the
     // elevator's read deadline (500 ms) and the drive's age limit (1 s) together.
-    let out = raidlab_sim::simulate(&case, 1).unwrap();
-    let fio = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    let (_, fio) = common::simulate(&case);
     let read = fio.read.expect("reads");
     assert!(read.iops > 4.0, "{}", read.iops);
     let max_ms = read.clat_max_ns.expect("max latency") / 1e6;

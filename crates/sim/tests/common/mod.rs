@@ -1,6 +1,7 @@
 //! What the simulator's integration tests share.
 
-use raidlab_core::{Case, Plan};
+use raidlab_core::{Case, Figures, Plan};
+use raidlab_sim::SimOutput;
 use std::path::Path;
 
 /// The case of a one-case plan whose `[disks]`, `[arrays]` and `[workloads]` tables hold
@@ -10,4 +11,13 @@ pub fn one_case(disks: &str, arrays: &str, workloads: &str) -> Case {
         "name = \"t\"\n[disks]\n{disks}\n[arrays]\nfilesystem = \"none\"\n{arrays}\n[workloads]\n{workloads}\n"
     );
     Plan::parse(&text, Path::new("t.toml")).unwrap().cases()[0].clone()
+}
+
+/// The simulator's run of `case` (seed 1) and the figures raidlab reads from its fio-shaped
+/// output, as the sim target records them.
+#[allow(dead_code)] // each test binary uses its own part of this module
+pub fn simulate(case: &Case) -> (SimOutput, Figures) {
+    let out = raidlab_sim::simulate(case, 1).unwrap();
+    let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
+    (out, f)
 }
