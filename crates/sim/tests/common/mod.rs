@@ -15,7 +15,6 @@ pub fn one_case(disks: &str, arrays: &str, workloads: &str) -> Case {
 
 /// The simulator's run of `case` (seed 1) and the figures raidlab reads from its fio-shaped
 /// output, as the sim target records them.
-#[allow(dead_code)] // each test binary uses its own part of this module
 pub fn simulate(case: &Case) -> (SimOutput, Figures) {
     let out = raidlab_sim::simulate(case, 1).unwrap();
     let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
