@@ -480,7 +480,7 @@ impl VmTarget {
                 .map_err(io)?;
             args.push("-drive".to_string());
             args.push(format!(
-                "if=none,id=d{i},file={},format=raw,cache=none,aio=io_uring{}",
+                "if=none,id=d{i},file={},format=raw,cache=none,aio=io_uring,discard=unmap{}",
                 f.display(),
                 Self::throttling(self.model.as_ref())
             ));
