@@ -145,8 +145,10 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 /// on every stripe it rebuilds, rewrites the parity it finds wrong: 16 MiB of 4 KiB writes
 /// to two survivors in 15 s when a raid1 case ran before, a third off the recovery's
 /// speed (docs/vm-lab.md). `Ok(Some(why))` when it did not: a member takes no discard (the
-/// timed members' NBD server has no TRIM), or something holds one (an array still up).
+/// timed members' NBD server has no TRIM), or one is in use (an array still up, a mount).
 pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut open = Vec::with_capacity(devices.len());
     for d in devices {
         let sys = Path::new("/sys/block").join(d.trim_start_matches("/dev/"));
         let max: u64 = std::fs::read_to_string(sys.join("queue/discard_max_bytes"))
@@ -156,24 +158,21 @@ pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
         if max == 0 {
             return Ok(Some(format!("{d} takes no discard")));
         }
-        if let Some(h) = std::fs::read_dir(sys.join("holders"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .next()
+        // O_EXCL on a block device: refused while md, device-mapper or a mount holds it.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_EXCL)
+            .open(d)
         {
-            return Ok(Some(format!(
-                "{d} is held by {}",
-                h.file_name().to_string_lossy()
-            )));
+            Ok(f) => open.push((d, f)),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                return Ok(Some(format!("{d} is in use")))
+            }
+            Err(e) => return Err(format!("{d}: {e}")),
         }
     }
-    for d in devices {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(d)
-            .map_err(|e| format!("{d}: {e}"))?;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    for (d, f) in &open {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(f);
         let mut size: u64 = 0;
         // SAFETY: `fd` is open for the call; the kernel writes one u64 to `size`.
         if unsafe { libc::ioctl(fd, BLKGETSIZE64 as _, &mut size as *mut u64) } != 0 {
