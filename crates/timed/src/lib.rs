@@ -324,6 +324,17 @@ fn serve(
                     (Kind::Write, Vec::new())
                 }
                 nbd::CMD_FLUSH => (Kind::Flush, Vec::new()),
+                // The VM lab blanks the members between cases (`raidlab guest`): the range
+                // is punched out of the file and reads as zeros. Not a command of the
+                // model's, so not timed nor counted.
+                nbd::CMD_TRIM => {
+                    reply_now(match inside && punch(file, req.offset, len).is_ok() {
+                        true => 0,
+                        false if !inside => nbd::EINVAL,
+                        false => nbd::EIO,
+                    });
+                    continue;
+                }
                 nbd::CMD_DISC => return Ok(()),
                 _ => {
                     reply_now(nbd::EINVAL);
@@ -353,6 +364,25 @@ fn serve(
     drop(wtx);
     let _ = writer.join();
     result
+}
+
+/// Deallocate `len` bytes of `file` at `offset`, keeping its size: they read as zeros.
+fn punch(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain system call on an open descriptor; no memory is passed.
+    let r = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 #[cfg(test)]
@@ -386,5 +416,53 @@ mod tests {
             .expect("a regular file is refused");
         assert!(e.to_string().contains("m.sock"), "{e}");
         assert_eq!(std::fs::read(&s.socket).unwrap(), b"not a socket");
+    }
+
+    /// qemu's own NBD client (`qemu-io`) writes, discards and reads back: the discarded
+    /// range reads as zeros and the file no longer holds it, the rest is kept.
+    #[test]
+    fn trim_punches_the_file() {
+        if !raidlab_testkit::require(raidlab_testkit::on_path("qemu-io"), || {
+            "qemu-io is not installed (Debian: qemu-utils)".into()
+        }) {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(dir.path());
+        s.model = DiskModel::preset("nvme").unwrap();
+        let m = TimedMember::start(&s).unwrap();
+        let o = std::process::Command::new("qemu-io")
+            .arg("--image-opts")
+            .arg(format!(
+                "driver=nbd,server.type=unix,server.path={},discard=unmap",
+                s.socket.display()
+            ))
+            .args([
+                "-c",
+                "write -P 0x55 0 512k",
+                "-c",
+                "discard 0 256k",
+                "-c",
+                "read -P 0 0 256k",
+                "-c",
+                "read -P 0x55 256k 256k",
+            ])
+            .output()
+            .unwrap();
+        let out =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{out}");
+        assert!(!out.contains("failed"), "{out}");
+        use std::os::unix::fs::MetadataExt;
+        let held = std::fs::metadata(&s.file).unwrap().blocks() * 512;
+        assert!(
+            (256 << 10..512 << 10).contains(&held),
+            "the file holds {held} bytes: the discard did not punch it"
+        );
+        let stats = m.finish();
+        assert_eq!(
+            stats.writes, 1,
+            "the write is the model's, the discard is not"
+        );
     }
 }

@@ -29,15 +29,16 @@ const REP_INFO: u32 = 3;
 const REP_ERR_UNSUP: u32 = 0x8000_0001;
 const INFO_EXPORT: u16 = 0;
 
-/// Transmission flags: the export has flags, and takes FLUSH. No FUA (qemu then follows
-/// a forced-unit-access write with a flush, which the model times as a flush), no TRIM.
-const TRANSMISSION_FLAGS: u16 = 1 | 4;
+/// Transmission flags: the export has flags, takes FLUSH and TRIM. No FUA (qemu then
+/// follows a forced-unit-access write with a flush, which the model times as a flush).
+const TRANSMISSION_FLAGS: u16 = 1 | 4 | 32;
 
 /// The commands of the transmission phase.
 pub const CMD_READ: u16 = 0;
 pub const CMD_WRITE: u16 = 1;
 pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
+pub const CMD_TRIM: u16 = 4;
 
 /// Errors as NBD sends them (errno values).
 pub const EIO: u32 = 5;

@@ -139,13 +139,14 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 
 /// Discard every member whole, so that a case that builds its array starts on zeroed
 /// disks, as the first case of a boot does and as the simulator's arrays are. The members
-/// are the lab's own sparse files behind `discard=unmap` drives: qemu punches the range out
-/// of the file, and it reads back as zeros. Without it a case built with `--assume-clean`
+/// are the lab's own sparse files behind `discard=unmap` drives: qemu (or the timed
+/// members' server) punches the range out of the file, and it reads back as zeros. Without it a case built with `--assume-clean`
 /// takes what an earlier case left as consistent, and md's raid6 recovery, which checks Q
 /// on every stripe it rebuilds, rewrites the parity it finds wrong: 16 MiB of 4 KiB writes
 /// to two survivors in 15 s when a raid1 case ran before, a third off the recovery's
-/// speed (docs/vm-lab.md). `Ok(Some(why))` when it did not: a member takes no discard (the
-/// timed members' NBD server has no TRIM), or one is in use (an array still up, a mount).
+/// speed (docs/vm-lab.md). Timed members take the discard too: their NBD server punches
+/// the file. `Ok(Some(why))` when it did not: a member takes no discard, or one is in use
+/// (an array still up, a mount).
 pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut open = Vec::with_capacity(devices.len());

@@ -74,13 +74,14 @@ impl Members {
 
     /// qemu's arguments for the members: NBD block nodes behind virtio disks with serials
     /// `d0`…, whose write cache the guest may turn on and off (the host target does, per
-    /// case, through sysfs).
+    /// case, through sysfs), and which pass the guest's discards on (the lab blanks the
+    /// members between cases; the server punches the file).
     pub fn qemu_args(&self) -> Vec<String> {
         let mut args = Vec::new();
         for (i, s) in self.sockets.iter().enumerate() {
             args.push("-blockdev".into());
             args.push(format!(
-                "driver=nbd,node-name=d{i},server.type=unix,server.path={}",
+                "driver=nbd,node-name=d{i},server.type=unix,server.path={},discard=unmap",
                 s.display()
             ));
             args.push("-device".into());
