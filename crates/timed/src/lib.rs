@@ -328,10 +328,12 @@ fn serve(
                 // is punched out of the file and reads as zeros. Not a command of the
                 // model's, so not timed nor counted.
                 nbd::CMD_TRIM => {
-                    reply_now(match inside && punch(file, req.offset, len).is_ok() {
-                        true => 0,
-                        false if !inside => nbd::EINVAL,
-                        false => nbd::EIO,
+                    reply_now(if !inside {
+                        nbd::EINVAL
+                    } else if punch(file, req.offset, len).is_err() {
+                        nbd::EIO
+                    } else {
+                        0
                     });
                     continue;
                 }
