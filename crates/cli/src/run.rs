@@ -248,6 +248,7 @@ fn open_target(
                     std::sync::Arc::new(raidlab_fleet::together::FromController::from_stdin())
                         as std::sync::Arc<dyn raidlab_host::FioBy>
                 }),
+                blank: false,
             })?;
             let secs = a.baseline.get() / 1_000_000_000;
             if secs > 0 {

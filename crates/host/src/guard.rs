@@ -155,15 +155,21 @@ fn signatures(path: &str) -> Result<Vec<String>, String> {
 
 /// Whether an exclusive open fails with EBUSY (mounted, md/dm member, btrfs member).
 fn busy(path: &str) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_EXCL)
-        .open(path)
-    {
+    match open_exclusive(path, false) {
         Ok(_) => false,
         Err(e) => e.raw_os_error() == Some(libc::EBUSY),
     }
+}
+
+/// Open a block device `O_EXCL`: the kernel refuses it (EBUSY) while md, device-mapper or
+/// a mount holds the device, and refuses them while the descriptor is open.
+pub(crate) fn open_exclusive(path: &str, write: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_EXCL)
+        .open(path)
 }
 
 /// Processes other than this one (and udev's short-lived probes, and other raidlab

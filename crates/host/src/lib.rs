@@ -7,6 +7,7 @@
 //! built; a SIGKILL leaves a journal that `raidlab cleanup` replays.
 
 pub mod baseline;
+pub mod blank;
 pub mod cache;
 pub mod devices;
 pub mod exec;
@@ -46,6 +47,9 @@ pub struct HostConfig {
     /// `Some`, a fleet's controller, which starts every host's fio at once through fio's
     /// client/server and hands this host its own output back.
     pub fio_by: Option<std::sync::Arc<dyn FioBy>>,
+    /// Discard the members whole before each array is built on them ([`blank`]): only
+    /// for members the caller owns whole (the VM lab's files), never a user's disks.
+    pub blank: bool,
 }
 
 /// A case's measured fio, run by someone else (a fleet's controller, `[run] fleet =
@@ -713,10 +717,22 @@ impl Target for HostTarget {
                 return Err(host_err(errors.join("\n  ")));
             }
         }
+        // Whether the members were discarded before this case built its array: `None`
+        // when it shares its predecessor's array or the caller did not ask.
+        let mut blanked = None;
         if standing.is_none() {
             // Before building anything, every member again (the array left up for this
             // case is ours, and fails these checks by design).
             guard::check_plan(members, &self.cfg.destroy).map_err(host_err)?;
+            if self.cfg.blank {
+                (cx.phase)("blank");
+                blanked = Some(match blank::blank(members) {
+                    Ok(None) => serde_json::json!(true),
+                    // Left as they are; the result says why.
+                    Ok(Some(why)) => serde_json::json!(format!("not blanked: {why}")),
+                    Err(e) => return Err(host_err(format!("blanking the members: {e}"))),
+                });
+            }
         }
         let w = &case.workload;
         let region = (w.offset.0, w.offset.0 + w.size.0);
@@ -730,10 +746,13 @@ impl Target for HostTarget {
         };
         let steps = script::select(steps(case, members, &self.cfg.out, repetition), reuse);
         let lays_out = steps.iter().any(|s| s.phase == Phase::Layout);
-        let before = serde_json::json!({
+        let mut before = serde_json::json!({
             "members": self.member_state(members),
             "mdstat": read_opt("/proc/mdstat"),
         });
+        if let Some(b) = blanked {
+            before["blanked"] = b;
+        }
         let laid_before = standing.as_ref().and_then(|s| s.laid);
         let (opened, cache_was, resync_seconds) = match standing {
             Some(st) => (st.opened, st.cache_was, st.resync_seconds),

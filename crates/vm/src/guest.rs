@@ -3,10 +3,10 @@
 //! boot's cases with the host target — the same guards, journal and md/btrfs engines as
 //! on a real machine, here against the guest's kernel md — and writes each case's fio
 //! JSON (as fio wrote it), environment and log, or its error, to `OUT/<case>-r<rep>/`.
-//! Before each case that builds an array it discards the members whole ([`blank`]), so
-//! that no case meets what an earlier one wrote.
+//! The members are the lab's own files, so the host target discards them whole before
+//! each array it builds ([`raidlab_host::blank`]): no case meets what an earlier one wrote.
 
-use raidlab_backend::{script::same_array, RunContext, Target};
+use raidlab_backend::{RunContext, Target};
 use raidlab_core::Case;
 use raidlab_host::{HostConfig, HostTarget};
 use serde::{Deserialize, Serialize};
@@ -132,62 +132,6 @@ fn member_devices(n: usize) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// `BLKGETSIZE64` and `BLKDISCARD` (`linux/fs.h`): a block device's size in bytes, and
-/// discard a byte range of it.
-const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-const BLKDISCARD: libc::c_ulong = 0x1277;
-
-/// Discard every member whole, so that a case that builds its array starts on zeroed
-/// disks, as the first case of a boot does and as the simulator's arrays are. The members
-/// are the lab's own sparse files behind `discard=unmap` drives: qemu (or the timed
-/// members' server) punches the range out of the file, and it reads back as zeros. Without it a case built with `--assume-clean`
-/// takes what an earlier case left as consistent, and md's raid6 recovery, which checks Q
-/// on every stripe it rebuilds, rewrites the parity it finds wrong: 16 MiB of 4 KiB writes
-/// to two survivors in 15 s when a raid1 case ran before, a third off the recovery's
-/// speed (docs/vm-lab.md). Timed members take the discard too: their NBD server punches
-/// the file. `Ok(Some(why))` when it did not: a member takes no discard, or one is in use
-/// (an array still up, a mount).
-pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut open = Vec::with_capacity(devices.len());
-    for d in devices {
-        let sys = Path::new("/sys/block").join(d.trim_start_matches("/dev/"));
-        let max: u64 = std::fs::read_to_string(sys.join("queue/discard_max_bytes"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        if max == 0 {
-            return Ok(Some(format!("{d} takes no discard")));
-        }
-        // O_EXCL on a block device: refused while md, device-mapper or a mount holds it.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_EXCL)
-            .open(d)
-        {
-            Ok(f) => open.push((d, f)),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                return Ok(Some(format!("{d} is in use")))
-            }
-            Err(e) => return Err(format!("{d}: {e}")),
-        }
-    }
-    for (d, f) in &open {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(f);
-        let mut size: u64 = 0;
-        // SAFETY: `fd` is open for the call; the kernel writes one u64 to `size`.
-        if unsafe { libc::ioctl(fd, BLKGETSIZE64 as _, &mut size as *mut u64) } != 0 {
-            return Err(format!("{d}: size: {}", std::io::Error::last_os_error()));
-        }
-        let range: [u64; 2] = [0, size];
-        // SAFETY: as above; the kernel reads the two u64 of `range`.
-        if unsafe { libc::ioctl(fd, BLKDISCARD as _, range.as_ptr()) } != 0 {
-            return Err(format!("{d}: discard: {}", std::io::Error::last_os_error()));
-        }
-    }
-    Ok(None)
-}
-
 /// Run the job; per-case failures are written next to the results, not returned.
 pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
     let job: Job = serde_json::from_slice(
@@ -210,12 +154,13 @@ pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
         }
     };
     println!("raidlab-lab: members {}", devices.join(" "));
-    let members = devices.clone();
     let host = match HostTarget::new(HostConfig {
         devices,
         out: Path::new("/tmp/raidlab-host").to_path_buf(),
         destroy: Default::default(),
         fio_by: None,
+        // The members are the lab's own files: every array starts on zeroed members.
+        blank: true,
     }) {
         Ok(h) => h,
         Err(e) => {
@@ -229,21 +174,6 @@ pub fn run(job_dir: &Path, out: &Path) -> Result<(), String> {
         let d = out.join(case_dir(&gc.case, gc.repetition));
         std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
         println!("raidlab-lab: case {} {}", gc.case.id, gc.case.label());
-        // A case that shares the array its predecessor left up keeps the members as they are.
-        let builds = i == 0 || !same_array(&job.cases[i - 1].case, &gc.case);
-        match builds.then(|| blank(&members)) {
-            None | Some(Ok(None)) => {}
-            Some(Ok(Some(why))) => println!(
-                "raidlab-lab: case {}: members not blanked ({why}): it runs on what earlier cases left",
-                gc.case.id
-            ),
-            Some(Err(e)) => {
-                println!("raidlab-lab: case {} failed: {e}", gc.case.id);
-                std::fs::write(d.join("error.txt"), format!("blanking the members: {e}"))
-                    .map_err(|e| e.to_string())?;
-                continue;
-            }
-        }
         let cx = RunContext {
             stop: &stop,
             phase: &phase,

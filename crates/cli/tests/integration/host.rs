@@ -857,13 +857,13 @@ fn btrfs_raid1_reads_one_copy_per_thread_in_the_kernel_and_the_simulator() {
     }
 }
 
-/// The VM lab's blanking between cases (`raidlab_vm::guest::blank`), on loop devices over
+/// The VM lab's blanking before each array (`raidlab_host::blank::blank`), on loop devices over
 /// sparse files as the lab's qemu drives are: what a case wrote reads back as zeros after
 /// it, and the files give the space back (the discard punches holes, as qemu's
 /// `discard=unmap` does with the lab's member files). A member in use (here a mounted
 /// btrfs) is left alone, with the reason.
 #[test]
-fn vm_blank_discards_members_whole() {
+fn blank_discards_members_whole() {
     let _machine = raidlab_testkit::shared();
     if !can_run() {
         return;
@@ -886,7 +886,7 @@ fn vm_blank_discards_members_whole() {
             * 512
     };
     assert!(allocated(0) >= 8 << 20, "the pattern was not written");
-    assert_eq!(raidlab_vm::guest::blank(&lab.devs), Ok(None));
+    assert_eq!(raidlab_host::blank::blank(&lab.devs), Ok(None));
     for d in &lab.devs {
         for at in [0u64, 700] {
             let o = sh(&format!(
@@ -915,7 +915,7 @@ fn vm_blank_discards_members_whole() {
         mnt.display()
     ));
     assert!(o.status.success(), "{}", text(&o));
-    let r = raidlab_vm::guest::blank(&lab.devs);
+    let r = raidlab_host::blank::blank(&lab.devs);
     let _ = sh(&format!("umount {}", mnt.display()));
     let why = r.unwrap().expect("a mounted member is not blanked");
     assert!(why.contains(d.as_str()), "{why}");
