@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 pub enum Kind {
     Read,
     Write,
+    /// A forced-unit-access write: the model takes it as md's PREFLUSH + FUA write, which
+    /// with its write cache off is a plain write (what reaches the media is already there).
+    WriteFua,
     /// A cache flush: the model times it as md's PREFLUSH write of nothing at the head.
     Flush,
 }
@@ -144,7 +147,7 @@ impl<M: Member> Clock<M> {
         let tag = self.next_tag;
         let op = MemberOp {
             write: c.kind != Kind::Read,
-            flush: c.kind == Kind::Flush,
+            flush: matches!(c.kind, Kind::Flush | Kind::WriteFua),
             offset: if c.kind == Kind::Flush {
                 self.member.head()
             } else {
@@ -164,7 +167,7 @@ impl<M: Member> Clock<M> {
                     live.reads += 1;
                     live.read_bytes += c.len;
                 }
-                Kind::Write => {
+                Kind::Write | Kind::WriteFua => {
                     live.writes += 1;
                     live.write_bytes += c.len;
                 }

@@ -321,7 +321,8 @@ fn serve(
                         reply_now(nbd::EIO);
                         continue;
                     }
-                    (Kind::Write, Vec::new())
+                    let fua = req.flags & nbd::CMD_FLAG_FUA != 0;
+                    (if fua { Kind::WriteFua } else { Kind::Write }, Vec::new())
                 }
                 nbd::CMD_FLUSH => (Kind::Flush, Vec::new()),
                 // The VM lab blanks the members between cases (`raidlab guest`): the range
@@ -466,5 +467,45 @@ mod tests {
             stats.writes, 1,
             "the write is the model's, the discard is not"
         );
+    }
+
+    /// A client that writes through (qemu's when the guest turns a member's write cache
+    /// off) sends forced-unit-access writes, not a write and a flush each: the model sees
+    /// two writes and only the flush qemu-io sends as it closes the image (three flushes
+    /// without FUA), so neither write's answer waits behind the other's flush; and a model
+    /// with its write cache on does not take them into it.
+    #[test]
+    fn write_through_is_fua_writes_not_flushes() {
+        if !raidlab_testkit::require(raidlab_testkit::on_path("qemu-io"), || {
+            "qemu-io is not installed (Debian: qemu-utils)".into()
+        }) {
+            return;
+        }
+        for write_cache in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut s = spec(dir.path());
+            s.size = 4 << 20;
+            s.write_cache = write_cache;
+            let m = TimedMember::start(&s).unwrap();
+            let o = std::process::Command::new("qemu-io")
+                .args(["-t", "writethrough", "--image-opts"])
+                .arg(format!(
+                    "driver=nbd,server.type=unix,server.path={}",
+                    s.socket.display()
+                ))
+                .args(["-c", "aio_write 0 960k", "-c", "aio_write 960k 960k"])
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&o.stdout).into_owned()
+                + &String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{out}");
+            assert_eq!(out.matches("wrote 983040/983040").count(), 2, "{out}");
+            let stats = m.finish();
+            assert_eq!(
+                (stats.writes, stats.flushes, stats.cache_hits),
+                (2, 1, 0),
+                "write cache {write_cache}: {out}"
+            );
+        }
     }
 }

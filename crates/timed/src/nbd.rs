@@ -29,9 +29,14 @@ const REP_INFO: u32 = 3;
 const REP_ERR_UNSUP: u32 = 0x8000_0001;
 const INFO_EXPORT: u16 = 0;
 
-/// Transmission flags: the export has flags, takes FLUSH and TRIM. No FUA (qemu then
-/// follows a forced-unit-access write with a flush, which the model times as a flush).
-const TRANSMISSION_FLAGS: u16 = 1 | 4 | 32;
+/// Transmission flags: the export has flags, takes FLUSH, FUA and TRIM. FUA matters to a
+/// client that writes through (qemu-io's default; a qemu disk whose write cache is off):
+/// without it qemu follows every write with a FLUSH, which the model serves behind the
+/// command it is busy with, so each write's answer waited for the next write.
+const TRANSMISSION_FLAGS: u16 = 1 | 4 | 8 | 32;
+
+/// A request's command flag: forced unit access (the write is on the media when answered).
+pub const CMD_FLAG_FUA: u16 = 1;
 
 /// The commands of the transmission phase.
 pub const CMD_READ: u16 = 0;
@@ -130,6 +135,8 @@ pub fn handshake<S: Read + Write>(s: &mut S, size: u64) -> io::Result<bool> {
 /// One request of the transmission phase; a write's payload follows it on the wire.
 #[derive(Debug, Clone, Copy)]
 pub struct Request {
+    /// Command flags ([`CMD_FLAG_FUA`]).
+    pub flags: u16,
     pub kind: u16,
     pub cookie: u64,
     pub offset: u64,
@@ -148,6 +155,7 @@ pub fn read_request(s: &mut impl Read) -> io::Result<Option<Request>> {
         return Err(bad(format!("NBD request magic {:x}", u32_of(&h))));
     }
     Ok(Some(Request {
+        flags: u16_of(&h[4..]),
         kind: u16_of(&h[6..]),
         cookie: u64_of(&h[8..]),
         offset: u64_of(&h[16..]),

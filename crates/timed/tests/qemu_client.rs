@@ -50,6 +50,10 @@ fn qemu_reads_back_what_it_wrote_and_every_command_is_counted() {
         let out = qemu(
             "qemu-io",
             &[
+                // Write back: qemu-io's default writes through, as forced-unit-access
+                // writes that no drive takes into its cache (`write_through_is_fua…`).
+                "-t",
+                "writeback",
                 "-f",
                 "raw",
                 "-c",
