@@ -44,9 +44,10 @@
 //! that: on the VM lab's virtio-blk 1,016 KiB of raid5/6's stripe pages and 960 KiB of
 //! raid1/10's buffers, `Engine::merge_max`). raid1/10's sync thread sends every buffer it
 //! finds free, split at that limit (the VM lab's raid1: 31 buffers as 15 + 15 + 1 or
-//! 20 + 11); raid5/6's sends as many stripes as the cache has heads free, and since a lump's
-//! writes complete together, the whole cache is read, then written, then read again (the VM
-//! lab's raid5 on slow timed members: an idle recovery at half the members' rate).
+//! 20 + 11); raid5/6's sends as many stripes as the cache has heads free — after the first
+//! fill, what the last writes to the fresh member gave back — so behind a slow fresh member
+//! it moves the cache in lumps, read, then written, then read again (the VM lab's raid5 on
+//! slow timed members: an idle recovery at half the members' rate).
 //!
 //! md's resync barrier makes a recovery and the workload take turns (the engine's
 //! `Barrier`, applied to recoveries): raid10 has one for the whole array, raid1 one per

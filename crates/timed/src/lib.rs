@@ -469,7 +469,7 @@ mod tests {
         );
     }
 
-    /// A client that writes through (qemu's when the guest turns a member's write cache
+    /// A client that writes through (qemu-io's default; a qemu disk whose write cache is
     /// off) sends forced-unit-access writes, not a write and a flush each: the model sees
     /// two writes and only the flush qemu-io sends as it closes the image (three flushes
     /// without FUA), so neither write's answer waits behind the other's flush; and a model
