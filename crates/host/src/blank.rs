@@ -13,7 +13,7 @@
 //! 16 MiB of 4 KiB writes to two survivors in 15 s when a raid1 case ran before, a third
 //! off the recovery's speed (docs/vm-lab.md).
 
-use crate::guard;
+use crate::{devices, guard};
 
 /// `BLKGETSIZE64` and `BLKDISCARD` (`linux/fs.h`): a block device's size in bytes, and
 /// discard a byte range of it.
@@ -27,12 +27,7 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
     let mut open = Vec::with_capacity(devices.len());
     for d in devices {
-        let sys = std::path::Path::new("/sys/block").join(d.trim_start_matches("/dev/"));
-        let max: u64 = std::fs::read_to_string(sys.join("queue/discard_max_bytes"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        if max == 0 {
+        if devices::discard_max_bytes(d)? == 0 {
             return Ok(Some(format!("{d} takes no discard")));
         }
         match guard::open_exclusive(d, true) {

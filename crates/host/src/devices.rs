@@ -74,6 +74,15 @@ pub fn kernel_name(path: &str) -> Result<String, String> {
     Ok(name)
 }
 
+/// The most a single discard may cover on the whole device at `path`
+/// (`queue/discard_max_bytes`): 0 when it takes no discard.
+pub fn discard_max_bytes(path: &str) -> Result<u64, String> {
+    let name = kernel_name(path)?;
+    Ok(read(sys(&name).join("queue/discard_max_bytes"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0))
+}
+
 /// A whole device's block-layer counters (`/sys/class/block/NAME/stat`, in the kernel's
 /// order: reads, read merges, read sectors, read ticks, writes, write merges, write
 /// sectors, …), as they stand now; None where unreadable.
