@@ -31,6 +31,10 @@ pub const ACCEL_ENV: &str = "RAIDLAB_VM_ACCEL";
 /// Set (to anything): the guest records the kernel's trace of every case
 /// ([`guest::Trace`]) in `OUT/.vm/boot-N/results/<case>-r<rep>/trace.txt`.
 pub const TRACE_ENV: &str = "RAIDLAB_VM_TRACE";
+/// qemu's own trace events to record (patterns, comma-separated, as `-trace enable=`
+/// takes them: `nbd_*,virtio_blk_*`), in `OUT/.vm/boot-N/qemu-trace.txt`: where a
+/// member's request waits between the guest and the member's server.
+pub const QEMU_TRACE_ENV: &str = "RAIDLAB_VM_QEMU_TRACE";
 /// Member capacity when the plan names none.
 pub const DEFAULT_CAPACITY: u64 = 1 << 30;
 /// Cases per boot, at most.
@@ -410,6 +414,15 @@ impl VmTarget {
         let console = dir.join("console.log");
         let mut all = base_args(&self.lab, &self.accel, &initrd, &console);
         all.extend(args);
+        if let Ok(events) = std::env::var(QEMU_TRACE_ENV) {
+            for e in events.split(',').filter(|e| !e.is_empty()) {
+                all.extend(["-trace".to_string(), format!("enable={e}")]);
+            }
+            all.extend([
+                "-D".to_string(),
+                dir.join("qemu-trace.txt").display().to_string(),
+            ]);
+        }
         // Boot, modules, then per case: array, mkfs, layout, fio, teardown.
         let budget: u64 = 90
             + batch

@@ -1337,8 +1337,10 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// raid5/6's sync takes the whole stripe cache as a lump that is read, then written, before
 /// the next (the kernel's trace: 1,016 + 296 KiB on each member, no overlap), so the
 /// recovery runs at half the members' rate; the simulator agrees within 15 % on raid6,
-/// raid5 and raid1 (raid10's progress lags what it wrote by up to 32 MiB of buffers in
-/// flight, a third of what 15 s recover here: not compared). Guest 4.03, 4.06, 5.44 MiB/s
+/// raid5 and raid1 (not raid10: between fio's reads its sync streams as much as the
+/// emulated CPU issues before the next read, 0.75–32 MiB under TCG, where the simulator,
+/// like a fast machine, always streams the barrier's 32 MiB: guest 5.67 MiB/s over 60 s,
+/// simulator 7.08; docs/vm-lab.md). Guest 4.03, 4.06, 5.44 MiB/s
 /// alone, 3.92, 4.01, 5.23 beside another test's boot; simulator 4.31, 4.29, 5.67.
 #[test]
 fn md_rebuild_on_timed_members_against_the_simulator() {
