@@ -344,16 +344,27 @@ struct Flying {
     preread: bool,
 }
 
-/// A host write (or the part of it from `start`) waiting in md's queue for stripe heads,
-/// or a read of a lost block (`read`: the whole host I/O; `stripe`, `start` and `end`
-/// unused).
+/// A host I/O waiting in md's queue for stripe heads.
 #[derive(Debug, Clone, Copy)]
-struct Blocked {
-    host: u32,
-    stripe: u64,
-    start: u64,
-    end: u64,
-    read: bool,
+enum Blocked {
+    /// A write's piece on `stripe`, from `start` to `end` (what of it already had heads
+    /// went on).
+    Write {
+        host: u32,
+        stripe: u64,
+        start: u64,
+        end: u64,
+    },
+    /// A read of a lost block: the whole host I/O.
+    Read { host: u32 },
+}
+
+impl Blocked {
+    fn host(&self) -> u32 {
+        match *self {
+            Blocked::Write { host, .. } | Blocked::Read { host } => host,
+        }
+    }
 }
 
 /// md's resync barrier during a recovery (`raise_barrier` / `wait_barrier` in `raid10.c`

@@ -49,32 +49,29 @@ impl<D: Member> Engine<D> {
             self.hold_submitter(host);
             if cut == s {
                 if resumed {
-                    self.blocked.push_front(Blocked {
+                    self.blocked.push_front(Blocked::Write {
                         host,
                         stripe,
                         start: s,
                         end: e,
-                        read: false,
                     });
                 } else {
-                    self.blocked.push_back(Blocked {
+                    self.blocked.push_back(Blocked::Write {
                         host,
                         stripe,
                         start: s,
                         end: e,
-                        read: false,
                     });
                 }
                 return;
             }
             // The write now has one more piece on this stripe to wait for.
             self.hosts.get(host).remaining += 1;
-            self.blocked.push_front(Blocked {
+            self.blocked.push_front(Blocked::Write {
                 host,
                 stripe,
                 start: cut,
                 end: e,
-                read: false,
             });
             self.admit(host, stripe, slot, s, cut, rows);
             return;
@@ -432,13 +429,7 @@ impl<D: Member> Engine<D> {
     pub(super) fn block_read(&mut self, host: u32) {
         self.cache_short();
         self.hold_submitter(host);
-        self.blocked.push_back(Blocked {
-            host,
-            stripe: 0,
-            start: 0,
-            end: 0,
-            read: true,
-        });
+        self.blocked.push_back(Blocked::Read { host });
     }
 
     /// A direct I/O waits in md's blocked queue: its job's thread sleeps with it.
@@ -484,24 +475,31 @@ impl<D: Member> Engine<D> {
                 let Some(b) = self.blocked.pop_front() else {
                     break;
                 };
+                let host = b.host();
                 let (offset, len) = {
-                    let h = self.hosts.get(b.host);
+                    let h = self.hosts.get(host);
                     (h.offset, h.len)
                 };
-                if b.read && !self.heads_free(self.read_heads(offset, len)) {
+                if matches!(b, Blocked::Read { .. })
+                    && !self.heads_free(self.read_heads(offset, len))
+                {
                     self.blocked.push_front(b);
                     self.cache_blocked = true;
                     break;
                 }
                 if self.gated() {
-                    let job = self.job_of(b.host);
+                    let job = self.job_of(host);
                     self.submitters[job as usize].blocked -= 1;
                     self.unblocked_jobs.push(job);
                 }
-                if b.read {
-                    self.dispatch(b.host, false, offset, len);
-                } else {
-                    self.stripe_write_at(b.host, b.stripe, b.start, b.end, true);
+                match b {
+                    Blocked::Read { host } => self.dispatch(host, false, offset, len),
+                    Blocked::Write {
+                        host,
+                        stripe,
+                        start,
+                        end,
+                    } => self.stripe_write_at(host, stripe, start, end, true),
                 }
             }
             let mut jobs = std::mem::take(&mut self.unblocked_jobs);
