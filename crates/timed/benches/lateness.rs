@@ -10,6 +10,13 @@
 //! model's media time over the wall time: near 100 % the model is the limit, well below
 //! it the emulator or the client is. An `nvme` model (tens of µs per command) shows the
 //! ceiling of the emulator and qemu's client together.
+//!
+//! Then how qemu's client answers when two commands are in flight (`qemu-io` on a member
+//! slowed to 10 → 5 MB/s, so a 960 KiB command takes about 0.1 s): the time qemu-io
+//! reports for the first of two against the same command alone. About 1 means qemu
+//! answered it when the member did; about 2, that it held the answer until the second's
+//! (qemu 7.2's NBD client does for writes and small reads: docs/vm-lab.md, "Rebuilding on
+//! timed members").
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
@@ -56,6 +63,56 @@ fn run(what: &str, model: &str, step: &str, count: u32) {
     );
 }
 
+/// The seconds qemu-io reports for each `aio_*` command of `cmds`, in completion order.
+fn qemu_io(cmds: &[&str]) -> Vec<f64> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("m.sock");
+    let params = [("outer_mb_s", "10.0"), ("inner_mb_s", "5.0")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    let m = TimedMember::start(&Spec {
+        socket: socket.clone(),
+        file: dir.path().join("m.img"),
+        size: 4 << 30,
+        model: DiskModel::preset("hdd-7200")
+            .expect("preset")
+            .with_params(&params)
+            .expect("hdd parameters"),
+        write_cache: false,
+        scheduler: Scheduler::None,
+        seed: 1,
+    })
+    .expect("member starts");
+    let mut c = Command::new("qemu-io");
+    c.args(["-t", "writeback", "--image-opts"]).arg(format!(
+        "driver=nbd,server.type=unix,server.path={}",
+        socket.display()
+    ));
+    for cmd in cmds.iter().chain(&["aio_flush"]) {
+        c.args(["-c", cmd]);
+    }
+    let out = c.output().expect("qemu-io runs");
+    m.finish();
+    // "960 KiB, 1 ops; 00.21 sec (…)"
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split("; ").nth(1)?.split(" sec").next()?.parse().ok())
+        .collect()
+}
+
+fn held(what: &str, alone: &str, second: &str) {
+    let one = qemu_io(&[alone]);
+    let two = qemu_io(&[alone, second]);
+    let (Some(a), Some(b)) = (one.first(), two.iter().copied().reduce(f64::min)) else {
+        println!("{what:<44} qemu-io reported no times");
+        return;
+    };
+    println!(
+        "{what:<44} first answer {b:.2} s, alone {a:.2} s: ×{:.1}",
+        b / a
+    );
+}
+
 fn main() {
     if Command::new("qemu-img").arg("--version").output().is_err() {
         println!("skipped: qemu-img is not installed (apt-get install qemu-utils)");
@@ -77,4 +134,18 @@ fn main() {
         // Flash answers in tens of µs: what the emulator and qemu's client manage at most.
         run("nvme, sequential 4 KiB, QD16", "nvme", "4096", 40_000);
     }
+    if Command::new("qemu-io").arg("--version").output().is_err() {
+        println!("skipped: qemu-io is not installed (apt-get install qemu-utils)");
+        return;
+    }
+    held(
+        "two 960 KiB writes in flight",
+        "aio_write 0 960k",
+        "aio_write 960k 960k",
+    );
+    held(
+        "two 960 KiB reads in flight",
+        "aio_read 0 960k",
+        "aio_read 960k 960k",
+    );
 }
