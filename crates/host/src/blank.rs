@@ -24,9 +24,9 @@ const BLKDISCARD: libc::c_ulong = 0x1277;
 /// discard, or one is in use (md, device-mapper or a mount holds it: the exclusive open
 /// fails). Every device is opened exclusively before the first is discarded, and held
 /// through the discard.
-pub fn blank(devices: &[String]) -> Result<Option<String>, String> {
-    let mut open = Vec::with_capacity(devices.len());
-    for d in devices {
+pub fn blank(members: &[String]) -> Result<Option<String>, String> {
+    let mut open = Vec::with_capacity(members.len());
+    for d in members {
         if devices::discard_max_bytes(d)? == 0 {
             return Ok(Some(format!("{d} takes no discard")));
         }
