@@ -1373,10 +1373,12 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
                 .expect("the vm recorded the recovery"),
             s["rebuild_mib_s"].as_f64().unwrap(),
         );
-        eprintln!(
-            "{label}: recovery vm {a:.2} MiB/s, sim {b:.2} MiB/s | reads vm {:.1} IOPS, sim {:.1}",
+        let (rv, rs) = (
             v["read_iops"].as_f64().unwrap(),
-            s["read_iops"].as_f64().unwrap()
+            s["read_iops"].as_f64().unwrap(),
+        );
+        eprintln!(
+            "{label}: recovery vm {a:.2} MiB/s, sim {b:.2} MiB/s | reads vm {rv:.1} IOPS, sim {rs:.1}"
         );
         // The model binds: the recovery is below the members' media rate (9.5 MiB/s) and
         // the fresh member's model was busy for what it wrote.
@@ -1402,10 +1404,6 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
         // fio asks for 30 reads a second; behind the sync's lumps four reads in flight
         // barely keep up (the simulator's raid6 28.8, a CI run's guest 27.78): the guest's
         // rate is held against the simulator's, not against the request.
-        let (rv, rs) = (
-            v["read_iops"].as_f64().unwrap(),
-            s["read_iops"].as_f64().unwrap(),
-        );
         assert!(rs <= 30.5, "{label}: the simulator read {rs:.1} IOPS of 30");
         within(
             &format!("sim predicting vm, {label}'s reads under recovery"),
