@@ -493,12 +493,9 @@ impl<D: Member> Engine<D> {
                     self.unblocked_jobs.push(job);
                 }
                 match b {
-                    Blocked::Read { host } => self.dispatch(host, false, offset, len),
+                    Blocked::Read { .. } => self.dispatch(host, false, offset, len),
                     Blocked::Write {
-                        host,
-                        stripe,
-                        start,
-                        end,
+                        stripe, start, end, ..
                     } => self.stripe_write_at(host, stripe, start, end, true),
                 }
             }
