@@ -21,22 +21,30 @@
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
 use raidlab_timed::{Spec, TimedMember};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-fn run(what: &str, model: &str, step: &str, count: u32) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("m.sock");
+/// A member of `model` and `size` bytes, write cache off, serving on a socket in `dir`.
+fn member(dir: &Path, model: DiskModel, size: u64) -> (TimedMember, PathBuf) {
+    let socket = dir.join("m.sock");
     let m = TimedMember::start(&Spec {
         socket: socket.clone(),
-        file: dir.path().join("m.img"),
-        size: 2_000_000_000_000,
-        model: DiskModel::preset(model).expect("preset"),
+        file: dir.join("m.img"),
+        size,
+        model,
         write_cache: false,
         scheduler: Scheduler::None,
         seed: 1,
     })
     .expect("member starts");
+    (m, socket)
+}
+
+fn run(what: &str, model: &str, step: &str, count: u32) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = DiskModel::preset(model).expect("preset");
+    let (m, socket) = member(dir.path(), model, 2_000_000_000_000);
     let t0 = Instant::now();
     let c = count.to_string();
     let out = Command::new("qemu-img")
@@ -66,23 +74,14 @@ fn run(what: &str, model: &str, step: &str, count: u32) {
 /// The seconds qemu-io reports for each `aio_*` command of `cmds`, in completion order.
 fn qemu_io(cmds: &[&str]) -> Vec<f64> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let socket = dir.path().join("m.sock");
     let params = [("outer_mb_s", "10.0"), ("inner_mb_s", "5.0")]
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .into();
-    let m = TimedMember::start(&Spec {
-        socket: socket.clone(),
-        file: dir.path().join("m.img"),
-        size: 4 << 30,
-        model: DiskModel::preset("hdd-7200")
-            .expect("preset")
-            .with_params(&params)
-            .expect("hdd parameters"),
-        write_cache: false,
-        scheduler: Scheduler::None,
-        seed: 1,
-    })
-    .expect("member starts");
+    let model = DiskModel::preset("hdd-7200")
+        .expect("preset")
+        .with_params(&params)
+        .expect("hdd parameters");
+    let (m, socket) = member(dir.path(), model, 4 << 30);
     let mut c = Command::new("qemu-io");
     c.args(["-t", "writeback", "--image-opts"]).arg(format!(
         "driver=nbd,server.type=unix,server.path={}",
