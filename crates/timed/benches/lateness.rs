@@ -15,8 +15,9 @@
 //! slowed to 10 → 5 MB/s, so a 960 KiB command takes about 0.1 s): the time qemu-io
 //! reports for the first of two against the same command alone. About 1 means qemu
 //! answered it when the member did; about 2, that it held the answer until the second's
-//! (qemu 7.2's NBD client does for writes and small reads: docs/vm-lab.md, "Rebuilding on
-//! timed members").
+//! (qemu 7.2's NBD client does for writes, and for reads whose payload it finds already
+//! there — small ones, or any when its thread waited for a CPU: docs/vm-lab.md,
+//! "Rebuilding on timed members").
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
