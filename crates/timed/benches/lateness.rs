@@ -15,9 +15,9 @@
 //! slowed to 10 → 5 MB/s, so a 960 KiB command takes about 0.1 s): the time qemu-io
 //! reports for the first of two against the same command alone. About 1 means qemu
 //! answered it when the member did; about 2, that it held the answer until the second's
-//! (qemu 7.2's NBD client does for writes, and for reads whose payload it finds already
-//! there — small ones, or any when its thread waited for a CPU: docs/vm-lab.md,
-//! "Rebuilding on timed members").
+//! (qemu's NBD client does for writes, and for reads whose payload it finds already
+//! there — small ones, or any when its thread waited for a CPU: 7.2 and 10.0 alike,
+//! docs/vm-lab.md, "Rebuilding on timed members"). The version measured is printed first.
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
@@ -134,10 +134,14 @@ fn main() {
         // Flash answers in tens of µs: what the emulator and qemu's client manage at most.
         run("nvme, sequential 4 KiB, QD16", "nvme", "4096", 40_000);
     }
-    if Command::new("qemu-io").arg("--version").output().is_err() {
+    let Ok(version) = Command::new("qemu-io").arg("--version").output() else {
         println!("skipped: qemu-io is not installed (apt-get install qemu-utils)");
         return;
-    }
+    };
+    // "qemu-io version 7.2.… (Debian …)": the hold is the client's, so say whose.
+    let version = String::from_utf8_lossy(&version.stdout);
+    let first = version.lines().next();
+    println!("{}", first.unwrap_or("qemu-io (version unknown)"));
     held(
         "two 960 KiB writes in flight",
         "aio_write 0 960k",
