@@ -60,7 +60,13 @@ fn direction(d: &DirStats, runtime_ms: u64) -> Value {
         "total_ios": d.ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
+        "slat_ns": {
+            "min": d.slat.min(),
+            "max": d.slat.max(),
+            "mean": d.slat.mean(),
+            "stddev": d.slat.stddev(),
+            "N": d.slat.count(),
+        },
         "clat_ns": stat(true),
         "lat_ns": stat(false),
     })

@@ -492,3 +492,27 @@ fn a_parity_recovery_grows_the_stripe_cache() {
         );
     }
 }
+
+/// fio's `slat`: how long `io_submit` held the job's thread before md took a read. A
+/// degraded raid5 takes every read at once (its reads of the lost member need few stripe
+/// heads, and the cache has them); while a member is recovered, the reads that need heads
+/// wait for the sync thread to give some back (the VM lab's guest: 2.41 ms a read on
+/// average, fio's `slat` in one boot). Never more than the whole latency.
+#[test]
+fn reads_that_wait_for_stripe_heads_show_as_slat() {
+    let slat = |state: &str| {
+        let out = raidlab_sim::simulate(&vm_lab_case("raid5", state), 1).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
+        let read = &doc["jobs"][0]["read"];
+        let (slat, lat) = (&read["slat_ns"], &read["lat_ns"]);
+        assert_eq!(slat["N"], lat["N"], "{state}: a slat for every read");
+        assert!(slat["max"].as_u64() <= lat["max"].as_u64(), "{state}");
+        slat["mean"].as_f64().unwrap()
+    };
+    assert_eq!(slat("degraded"), 0.0, "degraded: no read waits");
+    let rebuilding = slat("rebuilding");
+    assert!(
+        rebuilding > 0.0 && rebuilding < 10e6,
+        "rebuilding: {rebuilding:.0} ns a read"
+    );
+}

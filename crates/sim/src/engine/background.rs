@@ -240,7 +240,9 @@ impl<D: Member> Engine<D> {
                     }
             };
             if goes {
-                let offset = self.hosts.get(host).offset;
+                let h = self.hosts.get(host);
+                h.accepted = self.now;
+                let offset = h.offset;
                 self.barrier.enter(offset);
                 self.enter_md(host);
             } else {

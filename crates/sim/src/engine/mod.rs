@@ -203,7 +203,11 @@ impl StripeMap {
 pub struct DirStats {
     pub ios: u64,
     pub bytes: u64,
+    /// From fio's submission to the completion (fio's `lat`; written as `clat` too).
     pub lat: Histogram,
+    /// From fio's submission until md took the I/O (fio's `slat`: `io_submit` holds the
+    /// job's thread while md keeps it waiting — for stripe heads, or at raid1/10's barrier).
+    pub slat: Histogram,
 }
 
 /// Everything a run measured.
@@ -271,6 +275,9 @@ impl SyncRun {
 struct HostIo {
     slot: u32,
     submit: Nanos,
+    /// When md took it: `submit`, or later when it waited for stripe heads or at the
+    /// barrier first.
+    accepted: Nanos,
     write: bool,
     offset: u64,
     len: u64,

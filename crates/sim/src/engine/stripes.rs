@@ -492,6 +492,7 @@ impl<D: Member> Engine<D> {
                     self.submitters[job as usize].blocked -= 1;
                     self.unblocked_jobs.push(job);
                 }
+                self.hosts.get(host).accepted = self.now;
                 match b {
                     Blocked::Read { .. } => self.dispatch(host, false, offset, len),
                     Blocked::Write {

@@ -98,6 +98,7 @@ impl<D: Member> Engine<D> {
         let host = self.hosts.insert(HostIo {
             slot,
             submit: self.now,
+            accepted: self.now,
             write,
             offset,
             len: self.bs,
