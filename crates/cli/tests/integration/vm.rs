@@ -773,7 +773,7 @@ fn replay_idle_test(trace: &str, devs: &[String]) -> Replay {
                     Some(t) => {
                         r.looks += 1;
                         r.busy += busy as usize;
-                        r.agree += (t.busy() == busy) as usize;
+                        r.agree += (t.busy(&[]) == busy) as usize;
                     }
                 }
             }
