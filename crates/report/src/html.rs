@@ -372,7 +372,8 @@ fn histogram_chart(title: &str, buckets: &[(f64, u64)]) -> String {
 }
 
 /// Degraded and rebuilding arrays beside their healthy selves, per workload: the headline
-/// figure and its share of the healthy one, the recovery's speed, and how long a whole
+/// figure and its share of the healthy one, how long md held an I/O before taking it
+/// (fio's `slat`, reads' where there are any), the recovery's speed, and how long a whole
 /// member takes to rebuild, loaded and idle (with a chart of the two). Nothing when every
 /// array is healthy.
 fn failures(s: &mut String, groups: &Groups) {
@@ -389,7 +390,7 @@ fn failures(s: &mut String, groups: &Groups) {
             (&a.target, &a.level, &a.layout, a.chunk_kib, a.disks)
                 == (&b.target, &b.level, &b.layout, b.chunk_kib, b.disks)
         };
-        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), rs[0].headline().1);
+        let _ = write!(s, "<h3>{}</h3><table><tr><th>array</th><th>state</th><th>{}</th><th>vs healthy</th><th title=\"fio's slat: how long submitting an I/O held fio's thread, on md while the I/O waited for stripe heads or the resync barrier\">held in submit, ms</th><th>rebuild MiB/s</th><th>whole member, loaded</th><th>idle</th><th>P(data loss, 5 years): loaded / idle rebuilds</th></tr>", esc(&key.0), rs[0].headline().1);
         let hours = |v: Option<f64>| v.map_or("–".to_string(), rebuild_time);
         let pct = |v: Option<f64>| v.map_or("–".to_string(), |p| esc(&loss(p)));
         let mut bars: Vec<Bar> = Vec::new();
@@ -409,10 +410,13 @@ fn failures(s: &mut String, groups: &Groups) {
             };
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{share}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{share}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.array_label),
                 esc(&state),
                 r.headline().0,
+                r.read_slat_mean_ms
+                    .or(r.write_slat_mean_ms)
+                    .map_or("–".to_string(), |v| format!("{v:.2}")),
                 r.rebuild_mib_s.map_or("–".to_string(), |v| format!("{v:.1}")),
                 hours(r.rebuild_s_full),
                 hours(r.rebuild_s_idle),

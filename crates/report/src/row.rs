@@ -102,6 +102,10 @@ pub struct Row {
     pub sim_iops: Option<f64>,
     pub sim_bw_mib_s: Option<f64>,
     pub vs_sim: Option<f64>,
+    /// Submission latency mean, ms (fio's `slat_ns`): how long submitting an I/O held
+    /// fio's thread — on md, while the I/O waited for stripe heads or raid1/10's barrier.
+    pub read_slat_mean_ms: Option<f64>,
+    pub write_slat_mean_ms: Option<f64>,
     /// Short label for charts (`raid10 f2 512k`; an import's source).
     pub array_label: String,
 }
@@ -195,6 +199,8 @@ impl Row {
             sim_iops: None,
             sim_bw_mib_s: None,
             vs_sim: None,
+            read_slat_mean_ms: med(&|f| f.read.as_ref().map(|d| d.slat_mean_ns / 1e6)),
+            write_slat_mean_ms: med(&|f| f.write.as_ref().map(|d| d.slat_mean_ns / 1e6)),
             array_label: case
                 .map(|c| c.array.label())
                 .unwrap_or_else(|| "imported".into()),

@@ -170,5 +170,5 @@ fn the_documented_csv_columns_are_the_rows_fields() {
         .map(|c| c.trim().trim_matches('`').to_string())
         .collect();
     assert_eq!(documented, raidlab_report::csv_columns());
-    assert_eq!(documented.len(), 59);
+    assert_eq!(documented.len(), 61);
 }

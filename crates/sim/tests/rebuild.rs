@@ -515,4 +515,12 @@ fn reads_that_wait_for_stripe_heads_show_as_slat() {
         rebuilding > 0.0 && rebuilding < 10e6,
         "rebuilding: {rebuilding:.0} ns a read"
     );
+    // fio records no slat for its synchronous engines, nor does the simulator.
+    let mut psync = vm_lab_case("raid5", "rebuilding");
+    psync.workload.ioengine = "psync".into();
+    let out = raidlab_sim::simulate(&psync, 1).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
+    let read = &doc["jobs"][0]["read"];
+    assert_eq!(read["slat_ns"]["N"], 0, "psync: {}", read["slat_ns"]);
+    assert!(read["lat_ns"]["N"].as_u64().unwrap() > 0);
 }

@@ -1214,6 +1214,13 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
     let loaded: f64 = rebuilding("rebuild_s_full").parse().unwrap();
     let idle: f64 = rebuilding("rebuild_s_idle").parse().unwrap();
     assert!(rebuilding("rebuild_mib_s").parse::<f64>().unwrap() > 0.0);
+    // fio's slat: how long md held a read before taking it (stripe heads the recovery
+    // holds); nothing holds a degraded array's reads.
+    let ms = |v: String| v.parse::<f64>().unwrap();
+    let slat = ms(rebuilding("read_slat_mean_ms"));
+    let lat = ms(rebuilding("read_lat_mean_ms"));
+    assert!(slat > 0.0 && slat < lat, "slat {slat} ms, lat {lat} ms");
+    assert_eq!(ms(reads("read_slat_mean_ms")), 0.0);
     assert!(
         idle > 3600.0 && idle < loaded,
         "idle {idle:.0} s, loaded {loaded:.0} s"

@@ -217,7 +217,8 @@ fn the_2019_seeds_report_renders_with_its_percentiles() {
 
 /// `examples/rebuild.toml` (healthy, degraded and rebuilding raid6, raid10 and raid5): the
 /// report renders in Chromium with the failures section — a row per degraded and
-/// rebuilding array with its share of the healthy figure, and a chart per workload with a
+/// rebuilding array with its share of the healthy figure and the time md held its I/Os
+/// (fio's slat), and a chart per workload with a
 /// loaded and an idle whole-member rebuild per rebuilding array, the idle one shorter.
 #[test]
 fn report_renders_failures_and_rebuilds() {
@@ -234,6 +235,22 @@ fn report_renders_failures_and_rebuilds() {
     // Two workloads × three levels × (degraded, rebuilding).
     assert_eq!(section.matches("<td>degraded</td>").count(), 6);
     assert_eq!(section.matches("<td>rebuilding</td>").count(), 6);
+    // Each row says how long md held an I/O before taking it (fio's slat), in ms.
+    assert!(section.contains("held in submit, ms</th>"));
+    for row in section
+        .split("<tr>")
+        .filter(|r| r.contains("<td>rebuilding</td>"))
+    {
+        let cells: Vec<&str> = row
+            .split("<td>")
+            .skip(1)
+            .map(|c| c.split("</td>").next().unwrap())
+            .collect();
+        let held: f64 = cells[4]
+            .parse()
+            .unwrap_or_else(|_| panic!("a slat in ms: {row}"));
+        assert!((0.0..1000.0).contains(&held), "{row}");
+    }
     // Each rebuilding case shows its recovery's speed second by second.
     let speeds: Vec<&str> = dom
         .split("<svg class=\"chart over-time\"")

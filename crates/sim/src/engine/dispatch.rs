@@ -571,7 +571,9 @@ impl<D: Member> Engine<D> {
             d.bytes += host.len;
             let lat = (self.now - host.submit).0;
             d.lat.record(lat);
-            d.slat.record((host.accepted - host.submit).0);
+            if self.records_slat {
+                d.slat.record((host.accepted - host.submit).0);
+            }
             let sec = ((self.now - self.measure_from).0 / 1_000_000_000) as usize;
             if let Some(s) = self.per_sec.get_mut(sec) {
                 s[host.write as usize] += 1;

@@ -543,6 +543,8 @@ pub struct Engine<D> {
     /// CPU time a job spends per I/O (submitting and reaping it), and per job when its
     /// thread is next free: one fio job issues no faster than its CPU allows.
     cpu_per_io: Nanos,
+    /// Whether fio records `slat` for the job's engine ([`records_slat`]).
+    records_slat: bool,
     cpu_free: Vec<Nanos>,
     /// fio's `rate_iops` ([`raidlab_core::Workload::rate_iops`]): a job's k-th I/O goes in no sooner than
     /// k of these after its start (fio's linear rate: a job that fell behind catches up).
@@ -684,6 +686,16 @@ fn cpu_per_io(ioengine: &str) -> Nanos {
     }
 }
 
+/// Whether fio records a submission latency (`slat`) for `ioengine`: not for its
+/// synchronous engines (`FIO_SYNCIO`), whose submission is the whole I/O (their
+/// `slat_ns` has `N` 0).
+fn records_slat(ioengine: &str) -> bool {
+    !matches!(
+        ioengine,
+        "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" | "mmap"
+    )
+}
+
 /// A jiffy of Debian's kernels (`CONFIG_HZ=250`).
 const JIFFY: Nanos = Nanos(4_000_000);
 
@@ -809,6 +821,7 @@ impl<D: Member> Engine<D> {
             delayed: Vec::new(),
             submitters: (0..w.numjobs).map(|_| Submitter::default()).collect(),
             cpu_per_io: cpu_per_io(&w.ioengine),
+            records_slat: records_slat(&w.ioengine),
             cpu_free: vec![Nanos(0); w.numjobs as usize],
             rate_gap: w.rate_iops().map(|n| Nanos(1_000_000_000 / n as u64)),
             rate_due: vec![Nanos(0); w.numjobs as usize],
