@@ -481,14 +481,17 @@ fn md_degraded_in_one_boot() {
 /// cores also compiled and booted another guest), the workload by up to a fifth — so each
 /// case runs three times and the figures held are the report's medians (`[run] repeat`).
 /// The workload's IOPS must agree within 15 % on every level (25 % on raid5 and raid6 under
-/// md's governor, whose recovery the simulator runs a third slow: below). md's `sync_speed_min`
+/// md's governor, whose recovery the simulator runs a third slow, and 20 % on raid10, whose
+/// guest moves most from boot to boot: below). md's `sync_speed_min`
 /// (1000 KiB/s) is the rate below which md stops yielding to the workload, not one a
 /// starved guest always reaches: the recovery must keep at least half of it. The
 /// simulated recovery is held within ×2 of the guest's (×2.5 on raid1, raid10 and raid6): the
 /// simulator's recoveries under md's governor run a third slower than the guest's on
 /// raid5, raid6 and raid10 (medians of three in the boot that set this test up: guest
-/// 11.65, 11.21, 3.14 MiB/s, simulator 8.48, 7.32, 2.03) and faster on raid1 (guest 1.72,
-/// simulator 2.40): an open gap (docs/vm-lab.md, issue 17).
+/// 11.65, 11.21, 3.14 MiB/s, simulator 8.48, 7.32, 2.03; 9.34, 7.97, 2.02 since md's look
+/// counts the sync md has submitted) and faster on raid1 (guest 1.72, simulator 2.40): an
+/// open gap (docs/vm-lab.md, issue 17). Each case's fio `slat` (how long md held a read in
+/// `io_submit`) is exported, and under md's governor raid5/6 hold their reads there.
 #[test]
 fn md_rebuild_in_one_boot() {
     let Some(_g) = booting() else {
@@ -540,9 +543,9 @@ fn md_rebuild_in_one_boot() {
             "{label}: {full:.0} s at {a:.2} MiB/s is {member:.3e} bytes, not the member's"
         );
         // raid1's and raid10's medians still move by half from boot to boot (their single
-        // runs: 0.64-2.82 and 2.1-4.1 MiB/s), and raid6's single runs reach ×2.08 of the
-        // simulator's 7.32 (8.85-15.2 MiB/s; its medians 11.21 and 12.41): ×2.5 there,
-        // ×2 on raid5 (8.62-13.16 against 8.48).
+        // runs: 0.64-2.82 and 2.1-4.1 MiB/s), and raid6's single runs reached ×2.08 of the
+        // simulator's 7.32 of then (8.85-15.2 MiB/s; its medians 11.21 and 12.41; the
+        // simulator now 7.97): ×2.5 there, ×2 on raid5 (8.62-13.16 against 9.34).
         let factor = match vm["level"].as_str() {
             Some("raid1") | Some("raid10") | Some("raid6") => 2.5,
             _ => 2.0,
@@ -553,7 +556,7 @@ fn md_rebuild_in_one_boot() {
         );
     }
     // The workload while md recovers, medians of three: guest raid6 146.2, raid5 146.8,
-    // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 158.2, 153.0, 87.8,
+    // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 158.0, 156.7, 87.9,
     // 68.8, 131.1 (single runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9;
     // docs/vm-lab.md). Within 15 %, but raid5 and raid6 under md's governor within 25 %:
     // there the simulator's recovery is a third slow (above), which leaves its workload
@@ -561,13 +564,38 @@ fn md_rebuild_in_one_boot() {
     // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
     // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
     // 7.32). With the governor out of the way the recoveries agree, and so do the
-    // workloads (the fifth case, within 15 %).
+    // workloads (the fifth case, within 15 %). raid10 within 20 %: its guest's median moved
+    // from 76.5 to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's
+    // 87.9), with its recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync
+    // thread, docs/vm-lab.md).
+    // fio's slat in the exports is the guest's own: how long md held a read in io_submit.
+    // While a parity array recovers under md's governor its reads wait there for stripe
+    // heads (2.1-2.7 ms a read in the boots of docs/simulator.md); every case's slat is
+    // part of its latency.
+    for vm in &vm_rows {
+        let label = vm["array_label"].as_str().unwrap();
+        let slat = vm["read_slat_mean_ms"].as_f64().expect("a slat exported");
+        let lat = vm["read_lat_mean_ms"].as_f64().unwrap();
+        assert!(
+            slat > 0.0 && slat < lat,
+            "{label}: slat {slat} ms, lat {lat} ms"
+        );
+    }
+    for vm in vm_rows.iter().take(2) {
+        let slat = vm["read_slat_mean_ms"].as_f64().unwrap();
+        assert!(slat > 0.5, "{}: slat {slat} ms", vm["array_label"]);
+    }
     assert_eq!(v.len(), s.len());
     for (i, ((l, lay, rw, a), (l2, _, _, b))) in v.iter().zip(&s).enumerate() {
         assert_eq!(l, l2);
         let what = format!("sim predicting vm, {l} {lay} {rw} while rebuilding");
         let governed_parity = i != UNGOVERNED && matches!(l.as_str(), "raid5" | "raid6");
-        within(&what, *b, *a, if governed_parity { 0.25 } else { 0.15 });
+        let tol = match l.as_str() {
+            _ if governed_parity => 0.25,
+            "raid10" => 0.20,
+            _ => 0.15,
+        };
+        within(&what, *b, *a, tol);
     }
 }
 
