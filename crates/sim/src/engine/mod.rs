@@ -543,9 +543,9 @@ pub struct Engine<D> {
     /// CPU time a job spends per I/O (submitting and reaping it), and per job when its
     /// thread is next free: one fio job issues no faster than its CPU allows.
     cpu_per_io: Nanos,
+    cpu_free: Vec<Nanos>,
     /// Whether fio records `slat` for the job's engine ([`records_slat`]).
     records_slat: bool,
-    cpu_free: Vec<Nanos>,
     /// fio's `rate_iops` ([`raidlab_core::Workload::rate_iops`]): a job's k-th I/O goes in no sooner than
     /// k of these after its start (fio's linear rate: a job that fell behind catches up).
     rate_gap: Option<Nanos>,
