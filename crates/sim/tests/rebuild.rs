@@ -500,10 +500,14 @@ fn a_parity_recovery_grows_the_stripe_cache() {
 /// average, fio's `slat` in one boot). Never more than the whole latency.
 #[test]
 fn reads_that_wait_for_stripe_heads_show_as_slat() {
-    let slat = |state: &str| {
-        let out = raidlab_sim::simulate(&vm_lab_case("raid5", state), 1).unwrap();
+    // The reads of a simulated case, as its fio JSON has them.
+    let reads = |case: &raidlab_core::Case| -> serde_json::Value {
+        let out = raidlab_sim::simulate(case, 1).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
-        let read = &doc["jobs"][0]["read"];
+        doc["jobs"][0]["read"].clone()
+    };
+    let slat = |state: &str| {
+        let read = reads(&vm_lab_case("raid5", state));
         let (slat, lat) = (&read["slat_ns"], &read["lat_ns"]);
         assert_eq!(slat["N"], lat["N"], "{state}: a slat for every read");
         assert!(slat["max"].as_u64() <= lat["max"].as_u64(), "{state}");
@@ -518,9 +522,7 @@ fn reads_that_wait_for_stripe_heads_show_as_slat() {
     // fio records no slat for its synchronous engines, nor does the simulator.
     let mut psync = vm_lab_case("raid5", "rebuilding");
     psync.workload.ioengine = "psync".into();
-    let out = raidlab_sim::simulate(&psync, 1).unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
-    let read = &doc["jobs"][0]["read"];
+    let read = reads(&psync);
     assert_eq!(read["slat_ns"]["N"], 0, "psync: {}", read["slat_ns"]);
     assert!(read["lat_ns"]["N"].as_u64().unwrap() > 0);
 }
