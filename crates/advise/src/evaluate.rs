@@ -211,13 +211,15 @@ fn risk(
     Ok(answer)
 }
 
-/// One case on the simulator: its headline figure and rebuild times.
+/// One case on the simulator, the array in service (no benchmark's layout pass has grown
+/// its stripe cache): its headline figure and rebuild times.
 fn simulate(case: &raidlab_core::Case, seed: u64) -> Result<Simulated, AdviseError> {
     let err = |why: String| AdviseError::Sim {
         case: case.label(),
         why,
     };
-    let out = raidlab_sim::simulate(case, seed).map_err(|e| err(e.to_string()))?;
+    let out = raidlab_sim::simulate_from(case, seed, raidlab_sim::Start::InService)
+        .map_err(|e| err(e.to_string()))?;
     let f = raidlab_fio::parse_output(&out.fio_json)
         .map_err(|e| err(e.to_string()))?
         .figures;

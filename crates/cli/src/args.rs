@@ -262,6 +262,11 @@ pub struct SimArgs {
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
     #[arg(long, default_value = "wait", value_parser = parsed::<Resync>)]
     pub resync: Resync,
+    /// Simulate an array long in service (raid5/6's stripe cache at its size) instead of
+    /// one as `raidlab run` benchmarks it, right after laying the test region out with
+    /// 1 MiB writes that grow md's cache (what `raidlab advise` and `raidlab risk` assume)
+    #[arg(long)]
+    pub in_service: bool,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
     #[arg(long, default_value = "randread", value_parser = parsed::<Rw>)]
     pub rw: Rw,

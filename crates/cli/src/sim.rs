@@ -10,7 +10,12 @@ use std::path::Path;
 pub fn sim(a: SimArgs) -> Result<()> {
     let plan = plan(&a)?;
     let case = &plan.cases()[0];
-    let out = raidlab_sim::simulate(case, a.seed)?;
+    let start = if a.in_service {
+        raidlab_sim::Start::InService
+    } else {
+        raidlab_sim::Start::LaidOut
+    };
+    let out = raidlab_sim::simulate_from(case, a.seed, start)?;
     let mut stdout = std::io::stdout().lock();
     match a.format {
         SimFormat::FioJson => stdout.write_all(out.fio_json.as_bytes())?,

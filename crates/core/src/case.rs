@@ -161,6 +161,16 @@ impl Case {
         CaseId(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
     }
 
+    /// Whether the host and vm targets lay the test region out before measuring (fio
+    /// `--name=layout`: sequential 1 MiB direct writes over it): a file system's test file
+    /// is written so its extents are real, a raw region so reads find data, and
+    /// `[run] precondition` asks for the passes on any workload.
+    pub fn lays_out(&self) -> bool {
+        self.array.filesystem != crate::spec::Filesystem::None
+            || self.workload.rw.reads()
+            || self.workload.fio.precondition > 0
+    }
+
     /// `raid5 512k · randwrite 4k qd4×1`.
     pub fn label(&self) -> String {
         format!("{} · {}", self.array.label(), self.workload.label())

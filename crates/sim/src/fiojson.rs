@@ -160,6 +160,7 @@ pub fn render(case: &Case, run: &SimRun, seed: u64, model: &Value) -> String {
             "case": case,
             "events": run.events,
             "stripe_cache_heads": run.stripe_heads,
+            "stripe_cache_heads_at_start": run.stripe_heads_at_start,
         },
     });
     let mut text = serde_json::to_string_pretty(&doc).expect("json");

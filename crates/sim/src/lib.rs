@@ -32,6 +32,19 @@ pub enum SimError {
     BadModel { case: String, why: String },
 }
 
+/// What the array has been through before the case: it decides md raid5/6's stripe cache,
+/// which grows under direct writes and shrinks only under memory pressure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// As the host and vm targets run a case: the test region laid out first, where they
+    /// lay it out (see [`laid_out_cache`]). What `raidlab run` and `raidlab sim` predict.
+    LaidOut,
+    /// An array long in service: its stripe cache at `stripe_cache_size` (reclaim has
+    /// taken back what bursts of writes grew). What `raidlab advise` and `raidlab risk`
+    /// weigh layouts by.
+    InService,
+}
+
 /// One simulated case: fio-format JSON plus an fio-style IOPS log.
 #[derive(Debug, Clone)]
 pub struct SimOutput {
@@ -93,6 +106,10 @@ struct Runs {
     /// Sample a whole member's recovery from this member offset.
     rebuild_from: Option<u64>,
     idle: bool,
+    /// md's stripe cache at the start (what the layout pass grew it to).
+    stripe_cache: Option<u64>,
+    /// Run the layout pass of this many 1 MiB writes instead of the case.
+    lay_out: Option<u64>,
 }
 
 /// Run the engine on the case's disk model.
@@ -118,6 +135,12 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
             }
             if let Some(at) = how.rebuild_from {
                 e = e.rebuild_from(at);
+            }
+            if let Some(heads) = how.stripe_cache {
+                e = e.stripe_cache(heads);
+            }
+            if let Some(ios) = how.lay_out {
+                e = e.lay_out(ios);
             }
             if how.idle {
                 e.idle().run()
@@ -149,8 +172,73 @@ pub fn engine_run(case: &Case, seed: u64) -> SimRun {
             member,
             rebuild_from: None,
             idle: false,
+            stripe_cache: laid_out_cache(case, &model, seed, member),
+            lay_out: None,
         },
     )
+}
+
+/// The layout pass's writes: 1 MiB each, as `--name=layout` writes them.
+const LAYOUT_BS: u64 = 1 << 20;
+/// Its queue depth (one for fio's synchronous engines, which ignore `iodepth`).
+const LAYOUT_DEPTH: u32 = 16;
+
+/// md raid5/6's stripe cache as a case finds it on the host and vm targets. md grows the
+/// cache by a head each time heads run short (Linux 4.1 on; see the engine's
+/// `cache_short`), and nothing shrinks it without memory pressure, which direct I/O does
+/// not make. The targets' layout pass — sequential 1 MiB direct writes, 16 deep, over the
+/// test region, on the array as it stands before the case (a rebuilding case's array
+/// degraded) — runs the heads short all the time: a traced VM-lab run had grown the
+/// 256-head cache by 91 heads over a 128 MiB region before its recovery began. So the
+/// simulator runs that pass first and starts the case with the cache it grew. `None`
+/// where there is no such cache or no pass: other levels, btrfs, cases the targets do not
+/// lay out, kernels before 4.1 (set with the rebuild's `kernel = "4.0"`), and buffered workloads (reclaim's shrinker takes the cache back to
+/// `stripe_cache_size` as the page cache fills).
+pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) -> Option<u64> {
+    let a = &case.array;
+    if a.engine != raidlab_core::Engine::Md
+        || !matches!(
+            a.level,
+            raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
+        )
+        || !case.lays_out()
+        || !case.workload.direct
+        || a.rebuild
+            .is_some_and(|r| r.kernel == raidlab_core::Governor::Sleep)
+    {
+        return None;
+    }
+    let mut pass = case.clone();
+    if pass.array.state == ArrayState::Rebuilding {
+        pass.array.state = ArrayState::Degraded;
+    }
+    // The pass stands for the cache alone: an initial resync running beside it is left out.
+    pass.array.resync = raidlab_core::Resync::AssumeClean;
+    let w = &mut pass.workload;
+    w.rw = raidlab_core::Rw::Write;
+    w.bs = Bytes(LAYOUT_BS);
+    w.iodepth = if engine::synchronous(&w.ioengine) {
+        1
+    } else {
+        LAYOUT_DEPTH
+    };
+    w.numjobs = 1;
+    w.ramp = Nanos::ZERO;
+    w.fio.extra.clear();
+    let ios = w.size.0.div_ceil(LAYOUT_BS).max(1) * u64::from(w.fio.precondition.max(1));
+    let run = run_engine(
+        &pass,
+        model,
+        seed ^ 0x1A40_07C4_C4E5_0000,
+        Runs {
+            member,
+            rebuild_from: None,
+            idle: false,
+            stripe_cache: None,
+            lay_out: Some(ios),
+        },
+    );
+    run.stripe_heads
 }
 
 /// Points across the member where a full rebuild's speed is sampled: the middles of
@@ -170,8 +258,22 @@ const SAMPLE_LONGEST: Nanos = Nanos(80_000_000_000);
 /// inner zones, and the workload's seeks cost more or less at each point, so one sample
 /// would not do.
 /// `None` when some sample made no progress at all.
+/// The array is taken as in service ([`Start::InService`]); a simulated case's
+/// `rebuild_s_full` starts where the case does.
 pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option<f64>, SimError> {
     let model = resolve_model(case)?;
+    Ok(full_rebuild_from(case, &model, seed, idle, None))
+}
+
+/// [`full_rebuild_seconds`] with the model resolved and the stripe cache the case starts
+/// with (the layout pass's: each sample starts where the case would).
+fn full_rebuild_from(
+    case: &Case,
+    model: &DiskModel,
+    seed: u64,
+    idle: bool,
+    stripe_cache: Option<u64>,
+) -> Option<f64> {
     let capacity = model.capacity().0;
     let mut sample = case.clone();
     sample.workload.ramp = SAMPLE_RAMP;
@@ -186,12 +288,14 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
             sample.workload.runtime = window;
             let run = run_engine(
                 &sample,
-                &model,
+                model,
                 seed ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
                 Runs {
                     member: capacity,
                     rebuild_from: Some(k * part + part / 2),
                     idle,
+                    stripe_cache,
+                    lay_out: None,
                 },
             );
             let sync = run.sync.expect("a rebuilding case recovers");
@@ -202,17 +306,26 @@ pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option
             window = Nanos(window.0 * 4);
         };
         if rate <= 0.0 {
-            return Ok(None);
+            return None;
         }
         seconds += part as f64 / rate;
     }
-    Ok(Some(seconds))
+    Some(seconds)
 }
 
-/// Simulate one case with a seed.
+/// Simulate one case with a seed, as the targets run it ([`Start::LaidOut`]).
 pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
+    simulate_from(case, seed, Start::LaidOut)
+}
+
+/// Simulate one case with a seed, on an array that starts as `start` says.
+pub fn simulate_from(case: &Case, seed: u64, start: Start) -> Result<SimOutput, SimError> {
     let model = resolve_model(case)?;
     let member: Bytes = case.disks.span.unwrap_or(model.capacity());
+    let stripe_cache = match start {
+        Start::LaidOut => laid_out_cache(case, &model, seed, member.0),
+        Start::InService => None,
+    };
     let run = run_engine(
         case,
         &model,
@@ -221,6 +334,8 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
             member: member.0,
             rebuild_from: None,
             idle: false,
+            stripe_cache,
+            lay_out: None,
         },
     );
     // A re-added member's rebuild is what its bitmap flagged, not the whole member: its
@@ -237,12 +352,12 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
                         .map(|t| t.as_secs_f64())
                         .or_else(|| (rate > 0.0).then(|| (sync.size - sync.from) as f64 / rate))
                 } else {
-                    full_rebuild_seconds(case, seed, false)?
+                    full_rebuild_from(case, &model, seed, false, stripe_cache)
                 },
                 seconds_idle: if readd {
                     None
                 } else {
-                    full_rebuild_seconds(case, seed, true)?
+                    full_rebuild_from(case, &model, seed, true, stripe_cache)
                 },
                 mib_s_per_second: sync
                     .per_sec

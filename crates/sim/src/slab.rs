@@ -34,6 +34,10 @@ impl<T> Slab<T> {
         self.free.push(i);
         self.items[i as usize].take().expect("live slab entry")
     }
+    /// No entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.free.len() == self.items.len()
+    }
 }
 
 impl<T> Default for Slab<T> {

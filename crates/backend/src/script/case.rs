@@ -29,7 +29,7 @@ pub fn case_steps(case: &Case, members: &[String], paths: &Paths) -> Vec<Step> {
     } else {
         device.clone()
     };
-    if on_fs || case.workload.rw.reads() || case.workload.fio.precondition > 0 {
+    if case.lays_out() {
         steps.push(layout(case, &target_file));
     }
     if a.engine == Engine::Btrfs && !a.state.is_healthy() {

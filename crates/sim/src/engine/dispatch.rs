@@ -585,6 +585,11 @@ impl<D: Member> Engine<D> {
         if self.barrier_applies() {
             self.barrier_host_done(host.offset);
         }
+        // A layout pass ends with its last I/O (its bitmap daemon would tick on).
+        if self.issue_left == Some(0) && self.hosts.is_empty() {
+            self.end = self.now;
+            return;
+        }
         self.issue(host.slot);
     }
 

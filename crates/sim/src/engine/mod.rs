@@ -232,6 +232,9 @@ pub struct SimRun {
     /// raid5/6: the stripe heads md's cache had at the end (`stripe_cache_size`, plus what
     /// shortages grew it by).
     pub stripe_heads: Option<u64>,
+    /// raid5/6: the heads it started with (more than `stripe_cache_size` after a layout
+    /// pass).
+    pub stripe_heads_at_start: Option<u64>,
 }
 
 /// How far a sync got in a run.
@@ -523,12 +526,14 @@ pub struct Engine<D> {
     /// md raid5/6 (not a btrfs profile simulated as its md shape): md's stripe cache rules
     /// for reads on a degraded array, the sync's heads, and the cache's growth.
     md_parity: bool,
-    /// Whether the cache may grow (md only): with direct I/O, memory stays free. Buffered
+    /// Whether the cache may grow (md only, since Linux 4.1): with direct I/O, memory stays free. Buffered
     /// I/O fills the page cache, and reclaim's shrinker (`raid5_cache_scan`) takes the
     /// stripe cache back to `stripe_cache_size` as fast as shortages grow it.
     cache_grows: bool,
     /// md's sync thread waits for stripe heads (raid5/6).
     sync_waits_rows: bool,
+    /// A layout pass ([`Engine::lay_out`]): the host I/Os still to issue.
+    issue_left: Option<u64>,
     blocked: VecDeque<Blocked>,
     full_writes_flying: u32,
     /// md's `preread_active_stripes` and `delayed_list`.
@@ -690,7 +695,13 @@ fn cpu_per_io(ioengine: &str) -> Nanos {
 /// synchronous engines (`FIO_SYNCIO`), whose submission is the whole I/O (their
 /// `slat_ns` has `N` 0).
 fn records_slat(ioengine: &str) -> bool {
-    !matches!(
+    !synchronous(ioengine)
+}
+
+/// fio's synchronous engines (`FIO_SYNCIO`): one I/O at a time per job, whatever
+/// `iodepth` says.
+pub fn synchronous(ioengine: &str) -> bool {
+    matches!(
         ioengine,
         "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" | "mmap"
     )
@@ -812,8 +823,14 @@ impl<D: Member> Engine<D> {
             cache_did_alloc: false,
             md_parity: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6),
-            cache_grows: w.direct && case.array.engine == FsEngine::Md,
+            // Linux 4.1 brought the growth: a case set in an older kernel keeps its size.
+            cache_grows: w.direct
+                && case.array.engine == FsEngine::Md
+                && spec
+                    .rebuild
+                    .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep),
             sync_waits_rows: false,
+            issue_left: None,
             blocked: VecDeque::new(),
             full_writes_flying: 0,
             preread_active: 0,
@@ -895,6 +912,22 @@ impl<D: Member> Engine<D> {
         self
     }
 
+    /// Start with md's stripe cache at `heads` (what an earlier pass on the array grew it
+    /// to) instead of `stripe_cache_size`.
+    pub fn stripe_cache(mut self, heads: u64) -> Self {
+        self.cache_rows = heads;
+        self
+    }
+
+    /// Run a pass of `ios` host I/Os instead of a timed run: the pass ends when the last
+    /// completes, as fio's size-bound layout job does (what it leaves behind is the
+    /// point, such as the stripe cache: [`SimRun::stripe_heads`]).
+    pub fn lay_out(mut self, ios: u64) -> Self {
+        self.issue_left = Some(ios);
+        self.end = Nanos(u64::MAX);
+        self
+    }
+
     /// Run no fio jobs: time the sync on an idle array.
     pub fn idle(mut self) -> Self {
         self.foreground = false;
@@ -924,6 +957,7 @@ impl<D: Member> Engine<D> {
     }
 
     pub fn run(mut self) -> SimRun {
+        let heads_at_start = self.cache_rows;
         if self.resync.is_some() {
             self.schedule(self.measure_from, Ev::MeasureStart);
         }
@@ -999,6 +1033,8 @@ impl<D: Member> Engine<D> {
             resync_ran: self.resync.is_some(),
             stripe_heads: matches!(self.geo.level, Level::Raid5 | Level::Raid6)
                 .then_some(self.cache_rows),
+            stripe_heads_at_start: matches!(self.geo.level, Level::Raid5 | Level::Raid6)
+                .then_some(heads_at_start),
             sync: self.resync.as_ref().map(|r| {
                 let at_start = self.sync_at_measure.unwrap_or(r.done);
                 SyncRun {

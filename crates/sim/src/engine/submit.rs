@@ -75,6 +75,12 @@ impl<D: Member> Engine<D> {
     }
 
     pub(super) fn issue_now(&mut self, slot: u32) {
+        if let Some(left) = self.issue_left.as_mut() {
+            if *left == 0 {
+                return;
+            }
+            *left -= 1;
+        }
         let job = self.slot_job[slot as usize] as usize;
         let (start, size) = self.region;
         let blocks = self.blocks;
