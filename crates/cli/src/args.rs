@@ -262,11 +262,12 @@ pub struct SimArgs {
     /// md's initial resync: wait (finished before the workload), assume-clean, or during.
     #[arg(long, default_value = "wait", value_parser = parsed::<Resync>)]
     pub resync: Resync,
-    /// Simulate an array long in service (raid5/6's stripe cache at its size) instead of
-    /// one as `raidlab run` benchmarks it, right after laying the test region out with
-    /// 1 MiB writes that grow md's cache (what `raidlab advise` and `raidlab risk` assume)
+    /// Run the targets' layout pass first (1 MiB sequential writes over the test region,
+    /// where the host and vm targets make it) and start with the raid5/6 stripe cache it
+    /// grew, instead of an array in service with the cache at its size (experimental: the
+    /// pass grows the cache further than Linux 6.x does; docs/simulator.md)
     #[arg(long)]
-    pub in_service: bool,
+    pub layout_pass: bool,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
     #[arg(long, default_value = "randread", value_parser = parsed::<Rw>)]
     pub rw: Rw,

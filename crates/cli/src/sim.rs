@@ -10,10 +10,10 @@ use std::path::Path;
 pub fn sim(a: SimArgs) -> Result<()> {
     let plan = plan(&a)?;
     let case = &plan.cases()[0];
-    let start = if a.in_service {
-        raidlab_sim::Start::InService
-    } else {
+    let start = if a.layout_pass {
         raidlab_sim::Start::LaidOut
+    } else {
+        raidlab_sim::Start::InService
     };
     let out = raidlab_sim::simulate_from(case, a.seed, start)?;
     let mut stdout = std::io::stdout().lock();

@@ -158,7 +158,7 @@ impl Plan {
         }
         if kind == TargetKind::Sim && self.run.precondition > 0 {
             notes.push(TargetNote(format!(
-                "{}: run.precondition = {} writes each test region before it is measured on the host and vm targets; the simulated disks keep no state such a pass would change, so the sim target runs the passes only for md raid5/6's stripe cache, which grows in them",
+                "{}: run.precondition = {} writes each test region before it is measured on the host and vm targets; the simulated disks keep no state such a pass would change, so the sim target skips it",
                 self.source.display(),
                 self.run.precondition
             )));

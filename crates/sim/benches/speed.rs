@@ -6,9 +6,7 @@
 //!
 //! Each configuration runs about a second of wall time (so setup and the fio JSON at the end
 //! are a small share) three times; the line shows the best and the worst run, since on a
-//! shared machine the slow runs are the ones that lost the CPU. The host I/O rates time the
-//! case alone (an array in service: no layout pass before it, whose writes the rate would
-//! not count); the rebuild's time includes its layout pass, as `raidlab run` simulates it.
+//! shared machine the slow runs are the ones that lost the CPU.
 
 use raidlab_core::Plan;
 use std::path::Path;
@@ -46,7 +44,7 @@ fn main() {
         let mut last = None;
         for _ in 0..3 {
             let t = Instant::now();
-            let out = raidlab_sim::simulate_from(&c, 1, raidlab_sim::Start::InService).unwrap();
+            let out = raidlab_sim::simulate(&c, 1).unwrap();
             let secs = t.elapsed().as_secs_f64();
             rates.push((out.host_ios as f64 / secs, out.events as f64 / secs));
             last = Some(out);

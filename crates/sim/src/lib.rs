@@ -36,13 +36,16 @@ pub enum SimError {
 /// which grows under direct writes and shrinks only under memory pressure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
-    /// As the host and vm targets run a case: the test region laid out first, where they
-    /// lay it out (see [`laid_out_cache`]). What `raidlab run` and `raidlab sim` predict.
-    LaidOut,
     /// An array long in service: its stripe cache at `stripe_cache_size` (reclaim has
-    /// taken back what bursts of writes grew). What `raidlab advise` and `raidlab risk`
-    /// weigh layouts by.
+    /// taken back what bursts of writes grew). What `raidlab run`, `raidlab advise` and
+    /// `raidlab risk` simulate.
     InService,
+    /// As the host and vm targets run a case: the test region laid out first, where they
+    /// lay it out (see [`laid_out_cache`]). Opt-in (`raidlab sim --layout-pass`): the
+    /// simulator fills a write's stripe heads in the order md did before Linux 6.0, so a
+    /// write that finds the cache short leaves part-written rows that md 6.x does not,
+    /// and its pass grows the cache too far (docs/simulator.md, "The layout pass").
+    LaidOut,
 }
 
 /// One simulated case: fio-format JSON plus an fio-style IOPS log.
@@ -172,7 +175,7 @@ pub fn engine_run(case: &Case, seed: u64) -> SimRun {
             member,
             rebuild_from: None,
             idle: false,
-            stripe_cache: laid_out_cache(case, &model, seed, member),
+            stripe_cache: None,
             lay_out: None,
         },
     )
@@ -189,8 +192,8 @@ const LAYOUT_DEPTH: u32 = 16;
 /// not make. The targets' layout pass — sequential 1 MiB direct writes, 16 deep, over the
 /// test region, on the array as it stands before the case (a rebuilding case's array
 /// degraded) — runs the heads short all the time: a traced VM-lab run had grown the
-/// 256-head cache by 91 heads over a 128 MiB region before its recovery began. So the
-/// simulator runs that pass first and starts the case with the cache it grew. `None`
+/// 256-head cache by 91 heads over a 128 MiB region before its recovery began. This runs
+/// that pass and gives the cache it grew, for a case to start with ([`Start::LaidOut`]). `None`
 /// where there is no such cache or no pass: other levels, btrfs, cases the targets do not
 /// lay out, kernels before 4.1 (set with the rebuild's `kernel = "4.0"`), and buffered workloads (reclaim's shrinker takes the cache back to
 /// `stripe_cache_size` as the page cache fills).
@@ -258,8 +261,7 @@ const SAMPLE_LONGEST: Nanos = Nanos(80_000_000_000);
 /// inner zones, and the workload's seeks cost more or less at each point, so one sample
 /// would not do.
 /// `None` when some sample made no progress at all.
-/// The array is taken as in service ([`Start::InService`]); a simulated case's
-/// `rebuild_s_full` starts where the case does.
+/// The array is taken as in service ([`Start::InService`]).
 pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option<f64>, SimError> {
     let model = resolve_model(case)?;
     Ok(full_rebuild_from(case, &model, seed, idle, None))
@@ -313,9 +315,9 @@ fn full_rebuild_from(
     Some(seconds)
 }
 
-/// Simulate one case with a seed, as the targets run it ([`Start::LaidOut`]).
+/// Simulate one case with a seed, on an array in service ([`Start::InService`]).
 pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
-    simulate_from(case, seed, Start::LaidOut)
+    simulate_from(case, seed, Start::InService)
 }
 
 /// Simulate one case with a seed, on an array that starts as `start` says.
