@@ -41,10 +41,10 @@ pub enum Start {
     /// `raidlab risk` simulate.
     InService,
     /// As the host and vm targets run a case: the test region laid out first, where they
-    /// lay it out (see [`laid_out_cache`]). Opt-in (`raidlab sim --layout-pass`): the
-    /// simulator fills a write's stripe heads in the order md did before Linux 6.0, so a
-    /// write that finds the cache short leaves part-written rows that md 6.x does not,
-    /// and its pass grows the cache too far (docs/simulator.md, "The layout pass").
+    /// lay it out (see [`laid_out_cache`]). Opt-in (`raidlab sim --layout-pass`): md gets
+    /// its heads back in lumps of member requests merged across host writes, the
+    /// simulator in lumps of one host write's, so its pass runs the cache short more often
+    /// and grows it too far (docs/simulator.md, "The layout pass").
     LaidOut,
 }
 
