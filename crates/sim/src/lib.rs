@@ -193,10 +193,11 @@ const LAYOUT_DEPTH: u32 = 16;
 /// test region, on the array as it stands before the case (a rebuilding case's array
 /// degraded) — runs the heads short all the time: a traced VM-lab run had grown the
 /// 256-head cache by 91 heads over a 128 MiB region before its recovery began. This runs
-/// that pass and gives the cache it grew, for a case to start with ([`Start::LaidOut`]). `None`
-/// where there is no such cache or no pass: other levels, btrfs, cases the targets do not
-/// lay out, kernels before 4.1 (set with the rebuild's `kernel = "4.0"`), and buffered workloads (reclaim's shrinker takes the cache back to
-/// `stripe_cache_size` as the page cache fills).
+/// that pass and gives the cache it grew, for a case to start with ([`Start::LaidOut`]).
+/// `None` where there is no such cache or no pass: other levels, btrfs, cases the targets
+/// do not lay out, kernels before 4.1 (the rebuild's `kernel = "4.0"`), and buffered
+/// workloads (reclaim's shrinker takes the cache back to `stripe_cache_size` as the page
+/// cache fills).
 pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) -> Option<u64> {
     let a = &case.array;
     if a.engine != raidlab_core::Engine::Md
@@ -260,15 +261,16 @@ const SAMPLE_LONGEST: Nanos = Nanos(80_000_000_000);
 /// taking its bytes over that speed. A member's media rate falls from its outer to its
 /// inner zones, and the workload's seeks cost more or less at each point, so one sample
 /// would not do.
-/// `None` when some sample made no progress at all.
-/// The array is taken as in service ([`Start::InService`]).
+/// The array is taken as in service ([`Start::InService`]). `None` when some sample made
+/// no progress at all.
 pub fn full_rebuild_seconds(case: &Case, seed: u64, idle: bool) -> Result<Option<f64>, SimError> {
     let model = resolve_model(case)?;
     Ok(full_rebuild_from(case, &model, seed, idle, None))
 }
 
 /// [`full_rebuild_seconds`] with the model resolved and the stripe cache the case starts
-/// with (the layout pass's: each sample starts where the case would).
+/// with (`None`: `stripe_cache_size`; the layout pass's under [`Start::LaidOut`], so each
+/// sample starts where the case would).
 fn full_rebuild_from(
     case: &Case,
     model: &DiskModel,

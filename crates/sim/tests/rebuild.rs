@@ -496,9 +496,11 @@ fn a_parity_recovery_grows_the_stripe_cache() {
 /// The targets lay a region out before measuring it (1 MiB sequential direct writes, 16
 /// deep: `--name=layout`), and on raid5/6 those writes run md's stripe cache short all the
 /// time, so it grows: the VM lab's guest grew its 256 heads by 91 over a 128 MiB region of
-/// a degraded raid5 before a recovery (docs/vm-lab.md). The simulator runs the same pass,
-/// where the targets would: not on a raw region a write workload overwrites, not on a
-/// mirror, not under buffered I/O (reclaim takes the cache back), not before Linux 4.1.
+/// a degraded raid5 before a recovery (docs/vm-lab.md). The simulator runs the same pass
+/// on request (`Start::LaidOut`, `raidlab sim --layout-pass`), where the targets would:
+/// not on a raw region a write workload overwrites, not on a mirror, not under buffered
+/// I/O (reclaim takes the cache back), not before Linux 4.1. By default it simulates an
+/// array in service, its cache at `stripe_cache_size`.
 #[test]
 fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
     let laid_out = |case: &raidlab_core::Case| {
@@ -511,6 +513,13 @@ fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
         (300..=500).contains(&heads),
         "the layout grew 256 heads to {heads}"
     );
+    let start = |how: raidlab_sim::Start| {
+        let out = raidlab_sim::simulate_from(&reads, 1, how).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
+        doc["raidlab"]["stripe_cache_heads_at_start"].as_u64()
+    };
+    assert_eq!(start(raidlab_sim::Start::LaidOut), Some(heads));
+    assert_eq!(start(raidlab_sim::Start::InService), Some(256));
     let mut writes = reads.clone();
     writes.workload.rw = raidlab_core::Rw::RandWrite;
     assert_eq!(

@@ -526,9 +526,10 @@ pub struct Engine<D> {
     /// md raid5/6 (not a btrfs profile simulated as its md shape): md's stripe cache rules
     /// for reads on a degraded array, the sync's heads, and the cache's growth.
     md_parity: bool,
-    /// Whether the cache may grow (md only, since Linux 4.1): with direct I/O, memory stays free. Buffered
-    /// I/O fills the page cache, and reclaim's shrinker (`raid5_cache_scan`) takes the
-    /// stripe cache back to `stripe_cache_size` as fast as shortages grow it.
+    /// Whether the cache may grow (md only, since Linux 4.1): with direct I/O, memory
+    /// stays free. Buffered I/O fills the page cache, and reclaim's shrinker
+    /// (`raid5_cache_scan`) takes the stripe cache back to `stripe_cache_size` as fast as
+    /// shortages grow it.
     cache_grows: bool,
     /// md's sync thread waits for stripe heads (raid5/6).
     sync_waits_rows: bool,
