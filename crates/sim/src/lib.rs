@@ -200,15 +200,11 @@ const LAYOUT_DEPTH: u32 = 16;
 /// cache fills).
 pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) -> Option<u64> {
     let a = &case.array;
-    if a.engine != raidlab_core::Engine::Md
-        || !matches!(
-            a.level,
-            raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
-        )
+    if !matches!(
+        a.level,
+        raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
+    ) || !engine::stripe_cache_grows(case)
         || !case.lays_out()
-        || !case.workload.direct
-        || a.rebuild
-            .is_some_and(|r| r.kernel == raidlab_core::Governor::Sleep)
     {
         return None;
     }

@@ -699,6 +699,19 @@ fn records_slat(ioengine: &str) -> bool {
     !synchronous(ioengine)
 }
 
+/// Whether md grows a case's stripe cache when it runs short (the engine's
+/// `cache_short`): md only, since Linux 4.1 (a case set in an older kernel keeps
+/// its size), and under direct I/O (buffered I/O keeps reclaim busy, which takes the cache
+/// back as fast).
+pub fn stripe_cache_grows(case: &Case) -> bool {
+    case.workload.direct
+        && case.array.engine == FsEngine::Md
+        && case
+            .array
+            .rebuild
+            .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep)
+}
+
 /// fio's synchronous engines (`FIO_SYNCIO`): one I/O at a time per job, whatever
 /// `iodepth` says.
 pub fn synchronous(ioengine: &str) -> bool {
@@ -824,12 +837,7 @@ impl<D: Member> Engine<D> {
             cache_did_alloc: false,
             md_parity: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6),
-            // Linux 4.1 brought the growth: a case set in an older kernel keeps its size.
-            cache_grows: w.direct
-                && case.array.engine == FsEngine::Md
-                && spec
-                    .rebuild
-                    .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep),
+            cache_grows: stripe_cache_grows(case),
             sync_waits_rows: false,
             issue_left: None,
             blocked: VecDeque::new(),
@@ -1022,6 +1030,7 @@ impl<D: Member> Engine<D> {
                 self.unplug();
             }
         }
+        let parity = matches!(self.geo.level, Level::Raid5 | Level::Raid6);
         SimRun {
             read: self.read,
             write: self.write,
@@ -1032,10 +1041,8 @@ impl<D: Member> Engine<D> {
             array_ios: self.array_ios,
             events: self.events,
             resync_ran: self.resync.is_some(),
-            stripe_heads: matches!(self.geo.level, Level::Raid5 | Level::Raid6)
-                .then_some(self.cache_rows),
-            stripe_heads_at_start: matches!(self.geo.level, Level::Raid5 | Level::Raid6)
-                .then_some(heads_at_start),
+            stripe_heads: parity.then_some(self.cache_rows),
+            stripe_heads_at_start: parity.then_some(heads_at_start),
             sync: self.resync.as_ref().map(|r| {
                 let at_start = self.sync_at_measure.unwrap_or(r.done);
                 SyncRun {
