@@ -534,6 +534,20 @@ fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
         "two passes grow it further: {twice} vs {heads}"
     );
     assert_eq!(laid_out(&vm_lab_case("raid10", "rebuilding")), None);
+    // On the timed members of `vm::md_rebuild_on_timed_members_against_the_simulator` the
+    // guest's layout grew raid6's cache by 57 heads: md gets its heads back in lumps of
+    // nearly the whole cache, raid5d having merged the member writes of every stripe it
+    // handled in a row. Without raid5d's time the simulator grew 156.
+    let timed = common::one_case(
+        "count = 4\nmodel = \"hdd-7200\"\nspan = \"4g\"\n[disks.params]\nouter_mb_s = 10.0\ninner_mb_s = 5.0",
+        "level = \"raid6\"\nchunk = \"64k\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\nresync = \"assume-clean\"",
+        "rw = \"randread\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"",
+    );
+    let grown = laid_out(&timed).expect("raid6 laid out") - 256;
+    assert!(
+        (40..120).contains(&grown),
+        "the layout grew the timed raid6's cache by {grown} heads (guest 57)"
+    );
     let mut buffered = reads.clone();
     buffered.workload.direct = false;
     assert_eq!(laid_out(&buffered), None);

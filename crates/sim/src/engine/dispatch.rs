@@ -380,10 +380,9 @@ impl<D: Member> Engine<D> {
         if part.job != Job::Host {
             return false;
         }
-        part.hosts.iter().any(|&h| {
-            let h = self.hosts.get(h);
-            h.len > chunk || h.offset / chunk != (h.offset + h.len - 1) / chunk
-        })
+        part.hosts
+            .iter()
+            .any(|&h| self.hosts.get(h).spans_chunks(chunk))
     }
 
     /// A merged command completed: each command merged into it did.

@@ -150,6 +150,12 @@ impl<D: Member> Engine<D> {
             st.delayed = false;
         }
         st.rows += rows_needed;
+        if st.listed {
+            // raid5d's time for the rows the stripe now has more: the stripes after it wait
+            // that much longer.
+            self.raid5d_due += self.raid5d_cost(rows_needed);
+        }
+        let st = self.stripes.get(id);
         for (dd, row) in touched(&self.geo, s, e) {
             let word = &mut st.written[dd * words + row / 64];
             if *word >> (row % 64) & 1 == 0 {
@@ -175,7 +181,13 @@ impl<D: Member> Engine<D> {
         if !st.open || st.delayed {
             return;
         }
-        if st.flying.is_none() && (sync || st.set_bits == st.full_bits) {
+        let idle = st.flying.is_none();
+        if idle && sync && self.raid5d_pass && (st.listed || self.multi_chunk_set(id)) {
+            self.raid5d_list(id);
+            return;
+        }
+        let st = self.stripes.get(id);
+        if idle && (sync || st.set_bits == st.full_bits) {
             self.flush(id);
         } else if !sync && !st.armed {
             st.armed = true;
@@ -222,6 +234,72 @@ impl<D: Member> Engine<D> {
         let rows = mask.iter().map(|m| m.count_ones() as u64).sum();
         self.row_mask = mask;
         rows
+    }
+
+    /// Hand a stripe whose sync write is in to raid5d (`raid5_release_stripe`: onto its
+    /// handle list, and raid5d woken). raid5d handles its list in order, [`RAID5D_PAGE`] a
+    /// member page, so a stripe is handled only when raid5d comes to it: a write arriving
+    /// before then fills it further (no pre-read of what that write brings). Only for
+    /// writes over more than one chunk: a 4 KiB write's stripe goes at once, as before
+    /// raid5d's time was modelled.
+    pub(super) fn raid5d_list(&mut self, id: u32) {
+        let st = self.stripes.get(id);
+        if st.listed {
+            return;
+        }
+        st.listed = true;
+        let rows = st.rows;
+        self.raid5d_due = self.raid5d_due.max(self.now) + self.raid5d_cost(rows);
+        self.handle_list.push_back((self.raid5d_due, id));
+        if !self.raid5d_armed {
+            self.raid5d_armed = true;
+            self.schedule(self.raid5d_due, Ev::Raid5d);
+        }
+    }
+
+    /// raid5d's CPU time for `rows` rows of stripe heads.
+    pub(super) fn raid5d_cost(&self, rows: u64) -> Nanos {
+        Nanos(rows * u64::from(self.geo.disks) * RAID5D_PAGE.0)
+    }
+
+    /// Whether a stripe's open set holds a write over more than one chunk.
+    pub(super) fn multi_chunk_set(&mut self, id: u32) -> bool {
+        let chunk = self.geo.chunk;
+        let st = self.stripes.get(id);
+        st.hosts
+            .iter()
+            .any(|&h| self.hosts.get(h).spans_chunks(chunk))
+    }
+
+    /// raid5d comes to the stripes whose turn it is and handles them: each is written
+    /// whole, or pre-read. Their member commands wait under raid5d's plug while its list
+    /// has more, and go out (merged, [`Engine::unplug`]) when it runs dry: raid5d holds one
+    /// plug over its whole loop, so the commands of every stripe it handled in a row merge,
+    /// whichever host write they came from.
+    pub(super) fn raid5d_pass(&mut self) {
+        self.raid5d_armed = false;
+        while let Some(&(due, id)) = self.handle_list.front() {
+            if due > self.now {
+                break;
+            }
+            self.handle_list.pop_front();
+            let st = self.stripes.get(id);
+            st.listed = false;
+            if st.open && st.flying.is_none() && !st.delayed {
+                self.flush(id);
+            }
+        }
+        if let Some(&(due, _)) = self.handle_list.front() {
+            if !self.raid5d_armed {
+                self.raid5d_armed = true;
+                self.schedule(due, Ev::Raid5d);
+            }
+            self.raid5d_plugged.append(&mut self.plugged);
+        } else {
+            let mut held = std::mem::take(&mut self.raid5d_plugged);
+            held.append(&mut self.plugged);
+            self.plugged = held;
+        }
     }
 
     pub(super) fn flush_timer(&mut self, id: u32, gen: u64) {
