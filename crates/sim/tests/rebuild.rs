@@ -89,6 +89,36 @@ fn idle_rebuild_of_a_16tb_member_matches_theory() {
     assert!(idle_theory(&p, 200_000.0) > theory * 0.5 && theory / 3600.0 > 43.0);
 }
 
+/// raid5d handles every stripe of a raid5/6 recovery, so a wide array's idle recovery is
+/// bound by its CPU rather than by md's cap: 32 members of the 16 TB preset recover at
+/// raid5d's 125,000 KiB/s a member where the disks and the cap would allow more (theory
+/// with that ceiling in place of the cap). A mirror has no raid5d: raid10 on 32 keeps the
+/// cap.
+#[test]
+fn a_wide_parity_arrays_recovery_is_bound_by_raid5d() {
+    let p = preset();
+    let ceiling = raidlab_sim::engine::raid5d_sync_ceiling(32);
+    assert_eq!(ceiling, 125_000);
+    let wide = rebuild(&case("raid6", 32, "state = \"rebuilding\"", QD4_READS));
+    let (got, theory) = (wide.seconds_idle.unwrap(), idle_theory(&p, ceiling as f64));
+    assert!(
+        (got / theory - 1.0).abs() < 0.10,
+        "raid6 on 32: idle rebuild {:.1} h, theory at raid5d's ceiling {:.1} h",
+        got / 3600.0,
+        theory / 3600.0
+    );
+    assert!(theory > 1.25 * idle_theory(&p, 200_000.0));
+    let mirror = rebuild(&case("raid10", 32, "state = \"rebuilding\"", QD4_READS));
+    let capped = idle_theory(&p, 200_000.0);
+    let got = mirror.seconds_idle.unwrap();
+    assert!(
+        (got / capped - 1.0).abs() < 0.10,
+        "raid10 on 32: idle rebuild {:.1} h, theory at md's cap {:.1} h",
+        got / 3600.0,
+        capped / 3600.0
+    );
+}
+
 /// Under steady load each kernel regime does what its code says: before 4.1 md sleeps
 /// whenever it is above `sync_speed_min` and busy, so it sits at the minimum (1,000 KiB/s);
 /// from 4.1 it drains what it has in flight when the array is busy and gets well past it
