@@ -1,6 +1,6 @@
 //! Simulated figures by content hash: the case's id (a hash of everything the case is:
-//! array, disks and their model, workload), the seed and raidlab's version; and each
-//! layout's probability of losing data by what the Monte Carlo is given. A second
+//! array, disks and their model, workload), the seed and raidlab's version and build;
+//! and each layout's probability of losing data by what the Monte Carlo is given. A second
 //! `advise` with a changed constraint, or more disk counts, computes only what is new.
 //! One small JSON file per case, written to a temporary name and renamed, so a cache
 //! shared by two runs never holds half a file.
@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 pub struct Cache {
     dir: PathBuf,
@@ -32,10 +33,11 @@ impl Cache {
         Cache::key_of(&[case.id.0.as_bytes(), &seed.to_le_bytes()])
     }
 
-    /// A key from parts (raidlab's version comes first).
+    /// A key from parts (raidlab's version and build come first).
     pub fn key_of(parts: &[&[u8]]) -> String {
         let mut h = Sha256::new();
         h.update(env!("CARGO_PKG_VERSION"));
+        h.update(build());
         for p in parts {
             h.update([0]);
             h.update(p);
@@ -66,6 +68,29 @@ impl Cache {
         std::fs::write(&tmp, serde_json::to_vec(value).expect("figures serialise")).map_err(err)?;
         std::fs::rename(&tmp, &path).map_err(err)
     }
+}
+
+/// Which build of raidlab this is, beyond its version: the running executable's size and
+/// modification time, so a simulator rebuilt within one version (while developing) never
+/// reads the figures of the build before it. Empty where the executable cannot be looked at.
+fn build() -> &'static [u8] {
+    static BUILD: OnceLock<Vec<u8>> = OnceLock::new();
+    BUILD.get_or_init(|| {
+        let Some(meta) = std::env::current_exe()
+            .ok()
+            .and_then(|p| std::fs::metadata(p).ok())
+        else {
+            return Vec::new();
+        };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let mut b = meta.len().to_le_bytes().to_vec();
+        b.extend_from_slice(&modified.to_le_bytes());
+        b
+    })
 }
 
 /// The default place: `$XDG_CACHE_HOME/raidlab/advise`, else `~/.cache/raidlab/advise`.

@@ -288,6 +288,10 @@ pub struct SimArgs {
     /// Read percentage for randrw / rw.
     #[arg(long, default_value_t = 50)]
     pub rwmixread: u8,
+    /// fio's rate_iops: the I/Os a second each job may issue — N for every direction, or
+    /// R,W for reads and writes — e.g. a light workload beside a rebuild [default: no cap]
+    #[arg(long, value_name = "N|R,W")]
+    pub rate_iops: Option<String>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output: csv (the export columns), json (raidlab's row), fio-json (fio's own format).

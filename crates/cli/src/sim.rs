@@ -10,6 +10,13 @@ use std::path::Path;
 pub fn sim(a: SimArgs) -> Result<()> {
     let plan = plan(&a)?;
     let case = &plan.cases()[0];
+    if a.layout_pass && !raidlab_sim::layout_pass_grows_the_cache(case) {
+        eprintln!(
+            "note: --layout-pass changes nothing here: the layout grows the stripe cache of \
+             md raid5/6 only, under direct I/O and not with --kernel 4.0, and the targets \
+             lay a raw region out only for a workload that reads it"
+        );
+    }
     let start = if a.layout_pass {
         raidlab_sim::Start::LaidOut
     } else {
@@ -108,6 +115,9 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         .workload("size", a.size.to_fio())
         .workload("runtime", a.runtime.to_fio())
         .workload("rwmixread", a.rwmixread);
+    if let Some(r) = &a.rate_iops {
+        b.workload_fio("rate_iops", r.as_str());
+    }
     // Errors name the plan field; the flag has the same name with dashes, but for the
     // disk fields whose flags are named after the disk.
     // Checked like a plan file, and against what the simulator can do.

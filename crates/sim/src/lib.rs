@@ -199,13 +199,7 @@ const LAYOUT_DEPTH: u32 = 16;
 /// workloads (reclaim's shrinker takes the cache back to `stripe_cache_size` as the page
 /// cache fills).
 pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) -> Option<u64> {
-    let a = &case.array;
-    if !matches!(
-        a.level,
-        raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
-    ) || !engine::stripe_cache_grows(case)
-        || !case.lays_out()
-    {
+    if !layout_pass_grows_the_cache(case) {
         return None;
     }
     let mut pass = case.clone();
@@ -239,6 +233,17 @@ pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) ->
         },
     );
     run.stripe_heads
+}
+
+/// Whether the targets' layout pass grows a stripe cache the case then starts with (see
+/// [`laid_out_cache`]): md raid5/6 whose cache grows (direct I/O, Linux 4.1 on), on a case
+/// the targets lay out.
+pub fn layout_pass_grows_the_cache(case: &Case) -> bool {
+    matches!(
+        case.array.level,
+        raidlab_core::Level::Raid5 | raidlab_core::Level::Raid6
+    ) && engine::stripe_cache_grows(case)
+        && case.lays_out()
 }
 
 /// Points across the member where a full rebuild's speed is sampled: the middles of

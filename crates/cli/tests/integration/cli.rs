@@ -1225,6 +1225,42 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
         idle > 3600.0 && idle < loaded,
         "idle {idle:.0} s, loaded {loaded:.0} s"
     );
+    // A light workload beside the rebuild: fio's rate_iops, as a plan's [workloads.fio] has it.
+    let light = csv(&[
+        "--state",
+        "rebuilding",
+        "--kernel",
+        "6.15",
+        "--rate-iops",
+        "30",
+    ]);
+    let iops = ms(light("read_iops"));
+    assert!(iops > 25.0 && iops <= 30.5, "{iops} IOPS capped at 30");
+    assert!(ms(light("rebuild_mib_s")) > ms(rebuilding("rebuild_mib_s")));
+    raidlab()
+        .args([
+            "sim",
+            "--runtime",
+            "1s",
+            "--level",
+            "raid10",
+            "--layout-pass",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "--layout-pass changes nothing here",
+        ));
+    raidlab()
+        .args(["sim", "--runtime", "1s", "--layout-pass"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("changes nothing").not());
+    raidlab()
+        .args(["sim", "--rate-iops", "1.5k"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("(from --rate-iops)"));
     raidlab()
         .args(["sim", "--level", "raid0", "--state", "degraded"])
         .assert()

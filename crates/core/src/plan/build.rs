@@ -91,6 +91,11 @@ impl PlanBuilder {
         self.set(&["workloads"], key, value)
     }
 
+    /// `workloads.fio.KEY = value`: a fio option passed through (`rate_iops`, …).
+    pub fn workload_fio(&mut self, key: &str, value: impl Into<FieldValue>) -> &mut Self {
+        self.set(&["workloads", "fio"], key, value)
+    }
+
     /// `run.KEY = value`.
     pub fn run(&mut self, key: &str, value: impl Into<FieldValue>) -> &mut Self {
         self.set(&["run"], key, value)
