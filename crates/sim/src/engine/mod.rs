@@ -543,11 +543,10 @@ pub struct Engine<D> {
     /// md grew the cache since it last released heads (`R5_DID_ALLOC`): it grows by one
     /// head at a time, once per shortage (see [`Engine::cache_short`]).
     cache_did_alloc: bool,
-    /// raid5d's work is modelled (md raid5/6, sync writes): a stripe a multi-chunk sync
-    /// write makes ready waits on `handle_list`, in order, until raid5d, handling one stripe
-    /// after another, comes to it (its time there: `RAID5D_PAGE` a member page); what it
-    /// sends meanwhile waits under its plug (`raid5d_plugged`) until the list is empty.
-    raid5d_pass: bool,
+    /// raid5d's work (md raid5/6, sync writes): a stripe a multi-chunk sync write makes
+    /// ready waits on `handle_list`, in order, until raid5d, handling one stripe after
+    /// another, comes to it (its time there: `RAID5D_PAGE` a member page); what it sends
+    /// meanwhile waits under its plug (`raid5d_plugged`) until the list is empty.
     handle_list: VecDeque<(Nanos, u32)>,
     /// When raid5d is through what it has been handed.
     raid5d_due: Nanos,
@@ -866,9 +865,6 @@ impl<D: Member> Engine<D> {
             cache_rows: spec.stripe_cache.unwrap_or(DEFAULT_STRIPE_CACHE) as u64,
             cache_blocked: false,
             cache_did_alloc: false,
-            raid5d_pass: case.array.engine == FsEngine::Md
-                && matches!(spec.level, Level::Raid5 | Level::Raid6)
-                && w.direct,
             handle_list: VecDeque::new(),
             raid5d_due: Nanos::ZERO,
             raid5d_armed: false,

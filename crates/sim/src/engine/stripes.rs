@@ -182,7 +182,7 @@ impl<D: Member> Engine<D> {
             return;
         }
         let idle = st.flying.is_none();
-        if idle && sync && self.raid5d_pass && (st.listed || self.multi_chunk_set(id)) {
+        if idle && sync && self.md_parity && (st.listed || self.multi_chunk_set(id)) {
             self.raid5d_list(id);
             return;
         }
