@@ -1,6 +1,7 @@
 //! md's stripe cache for raid5/6: stripe heads admitted up to `stripe_cache_size`,
-//! partial-stripe writes held by the plug or sent at once when sync, pre-reads, parity
-//! writes, and the delayed list.
+//! partial-stripe writes held by the plug or sent at once when sync, raid5d's handle list
+//! (its time per member page and its one plug over the loop), pre-reads, parity writes,
+//! and the delayed list.
 
 use super::*;
 
