@@ -567,7 +567,9 @@ fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
     // On the timed members of `vm::md_rebuild_on_timed_members_against_the_simulator` the
     // guest's layout grew raid6's cache by 57 heads: md gets its heads back in lumps of
     // nearly the whole cache, raid5d having merged the member writes of every stripe it
-    // handled in a row. Without raid5d's time the simulator grew 156.
+    // handled in a row. Without raid5d's time the simulator grew 156, with it 92, and 75
+    // since md's heads are taken row by row and a row's head goes out beside the rows
+    // before it.
     let timed = common::one_case(
         "count = 4\nmodel = \"hdd-7200\"\nspan = \"4g\"\n[disks.params]\nouter_mb_s = 10.0\ninner_mb_s = 5.0",
         "level = \"raid6\"\nchunk = \"64k\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\nresync = \"assume-clean\"",
@@ -575,7 +577,7 @@ fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
     );
     let grown = laid_out(&timed).expect("raid6 laid out") - 256;
     assert!(
-        (40..120).contains(&grown),
+        (40..=90).contains(&grown),
         "the layout grew the timed raid6's cache by {grown} heads (guest 57)"
     );
     let mut buffered = reads.clone();

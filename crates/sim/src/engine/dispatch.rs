@@ -138,6 +138,7 @@ impl<D: Member> Engine<D> {
         p.stripe = None;
         p.heads = 0;
         p.job = Job::Host;
+        p.flight = None;
         id
     }
 
@@ -533,7 +534,7 @@ impl<D: Member> Engine<D> {
             }
         }
         if let Some(stripe) = part.stripe {
-            self.stripe_done(stripe);
+            self.stripe_done(stripe, part_id);
         }
         let heads = self.parts.get(part_id).heads;
         // The part stays allocated until its hosts are done, so its buffer is not reused

@@ -333,6 +333,10 @@ struct Part {
     /// Stripe heads a raid5/6 read holds while md rebuilds its data from the others.
     heads: u64,
     job: Job,
+    /// The stripe write this part is ([`Part::stripe`]): its heads and kind.
+    flight: Option<Flying>,
+    /// Its rows, a bit each (`row_words` words).
+    flight_rows: Vec<u64>,
 }
 
 /// One stripe of a raid5/6 array in md's cache: an open set of writes being gathered, and
@@ -357,10 +361,15 @@ struct Stripe {
     delayed: bool,
     /// On raid5d's handle list, for its current pass ([`Engine::raid5d_list`]).
     listed: bool,
-    /// The write in flight, if any.
-    flying: Option<Flying>,
-    /// Sync writes: the rows the write in flight writes (laid out as `written`) and its
-    /// part, so that a write completing the stripe while it pre-reads can join it.
+    /// Writes of the stripe in flight (one, but for the row-by-row sets of sync writes
+    /// over several chunks, which go out beside a flight of other rows:
+    /// [`Engine::may_launch`]).
+    flights: u32,
+    /// The rows of the writes in flight, a bit each (`row_words` words).
+    fly_rows: Vec<u64>,
+    /// Sync writes: the rows the pre-reading write in flight writes (laid out as
+    /// `written`) and its part, so that a write completing the stripe while it pre-reads
+    /// can join it; empty when no such write flies.
     fly_written: Vec<u64>,
     fly_part: u32,
 }
@@ -377,13 +386,15 @@ struct Flying {
 /// A host I/O waiting in md's queue for stripe heads.
 #[derive(Debug, Clone, Copy)]
 enum Blocked {
-    /// A write's piece on `stripe`, from `start` to `end` (what of it already had heads
-    /// went on).
+    /// A write's piece on `stripe`, from `start` to `end`, its rows from `rows_from` on
+    /// (what of it already had heads went on: an address prefix, or whole rows below
+    /// `rows_from` where md fills heads row by row).
     Write {
         host: u32,
         stripe: u64,
         start: u64,
         end: u64,
+        rows_from: u64,
     },
     /// A read of a lost block: the whole host I/O.
     Read { host: u32 },
@@ -556,6 +567,9 @@ pub struct Engine<D> {
     /// md raid5/6 (not a btrfs profile simulated as its md shape): md's stripe cache rules
     /// for reads on a degraded array, the sync's heads, and the cache's growth.
     md_parity: bool,
+    /// md fills a write's stripe heads row by row (since Linux 6.0): see
+    /// [`Engine::stripe_write`].
+    rows_first: bool,
     /// Whether the cache may grow (md only, since Linux 4.1): with direct I/O, memory
     /// stays free. Buffered I/O fills the page cache, and reclaim's shrinker
     /// (`raid5_cache_scan`) takes the stripe cache back to `stripe_cache_size` as fast as
@@ -678,6 +692,16 @@ impl Adapter {
     fn limited(&self) -> bool {
         self.slots != u32::MAX
     }
+}
+
+/// The (data unit, row) pairs of [`touched`] whose row is in `rows`.
+fn touched_rows(
+    g: &Geometry,
+    s: u64,
+    e: u64,
+    rows: std::ops::Range<u64>,
+) -> impl Iterator<Item = (usize, usize)> {
+    touched(g, s, e).filter(move |&(_, row)| rows.contains(&(row as u64)))
 }
 
 /// The (data unit, row) pairs a write to `[s, e)` of one stripe's data covers, in order.
@@ -872,6 +896,11 @@ impl<D: Member> Engine<D> {
             md_parity: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6),
             cache_grows: stripe_cache_grows(case),
+            rows_first: case.array.engine == FsEngine::Md
+                && case
+                    .array
+                    .rebuild
+                    .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep),
             sync_waits_rows: false,
             issue_left: None,
             blocked: VecDeque::new(),

@@ -15,69 +15,111 @@ impl<D: Member> Engine<D> {
     /// one at a time as md's `raid5_make_request` does: when the cache runs out part way,
     /// the rows that fit go in and the rest of the write waits, first in line, until a
     /// quarter of the cache is free again (md's `R5_INACTIVE_BLOCKED` hysteresis). Later
-    /// writes queue behind it.
+    /// writes queue behind it. Which rows go first: since Linux 6.0 ("md/raid5: Pivot
+    /// raid5_make_request()", commit 7e55c60acfbb) md walks a write row by row, adding to
+    /// each head every page of the write in that row, whatever data unit it lies in
+    /// (`add_all_stripe_bios`), so a write over several data units that finds the cache
+    /// short takes whole rows; before, it went in address order, the first unit's pages
+    /// first, leaving rows part-written (and pre-read) where the cache ran out.
     pub(super) fn stripe_write(&mut self, host: u32, stripe: u64, s: u64, e: u64) {
-        self.stripe_write_at(host, stripe, s, e, false);
+        self.stripe_write_at(host, stripe, s, e, 0, false);
     }
 
-    /// [`Engine::stripe_write`]; `resumed` for the head of the blocked queue, which goes
-    /// back to the front if it still does not fit.
+    /// [`Engine::stripe_write`] of the write's rows from `rows_from` on; `resumed` for the
+    /// head of the blocked queue, which goes back to the front if it still does not fit.
     pub(super) fn stripe_write_at(
         &mut self,
         host: u32,
         stripe: u64,
         s: u64,
         e: u64,
+        rows_from: u64,
         resumed: bool,
     ) {
         let slot = self.stripe_slot(stripe);
-        if self.sync_writes {
+        if self.sync_writes && rows_from == 0 {
             if let Some(id) = slot {
                 if self.join_preread(host, id, s, e) {
                     return;
                 }
             }
         }
-        let rows_needed = self.new_rows_in(slot, s, e);
-        if !self.heads_free(rows_needed) {
-            let free = self.cache_rows.saturating_sub(self.rows_in_use);
-            let (cut, rows) = if self.cache_blocked || free == 0 {
-                (s, 0)
-            } else {
-                self.fitting_end(slot, s, e, free)
-            };
-            self.cache_short();
-            self.hold_submitter(host);
-            if cut == s {
-                if resumed {
-                    self.blocked.push_front(Blocked::Write {
-                        host,
-                        stripe,
-                        start: s,
-                        end: e,
-                    });
-                } else {
-                    self.blocked.push_back(Blocked::Write {
-                        host,
-                        stripe,
-                        start: s,
-                        end: e,
-                    });
-                }
-                return;
-            }
-            // The write now has one more piece on this stripe to wait for.
-            self.hosts.get(host).remaining += 1;
-            self.blocked.push_front(Blocked::Write {
-                host,
-                stripe,
-                start: cut,
-                end: e,
-            });
-            self.admit(host, stripe, slot, s, cut, rows);
+        let all_rows = rows_from..u64::MAX;
+        let rows_needed = self.new_rows_in(slot, s, e, all_rows.clone());
+        if self.heads_free(rows_needed) {
+            self.admit(host, stripe, slot, s, e, all_rows, rows_needed);
             return;
         }
-        self.admit(host, stripe, slot, s, e, rows_needed);
+        let free = self.cache_rows.saturating_sub(self.rows_in_use);
+        let by_rows = self.rows_first && s / self.geo.chunk != (e - 1) / self.geo.chunk;
+        // What goes in now: `[s, e)` in `rows`, and what waits: `(start, rows_from)`.
+        let (now, rest, rows) = if self.cache_blocked || free == 0 {
+            (None, (s, rows_from), 0)
+        } else if by_rows {
+            let (to, rows) = self.fitting_rows(slot, s, e, rows_from, free);
+            ((to > rows_from).then_some(rows_from..to), (s, to), rows)
+        } else {
+            let (cut, rows) = self.fitting_end(slot, s, e, free);
+            ((cut > s).then_some(0..u64::MAX), (cut, 0), rows)
+        };
+        self.cache_short();
+        self.hold_submitter(host);
+        let waiting = Blocked::Write {
+            host,
+            stripe,
+            start: rest.0,
+            end: e,
+            rows_from: rest.1,
+        };
+        let Some(now) = now else {
+            if resumed {
+                self.blocked.push_front(waiting);
+            } else {
+                self.blocked.push_back(waiting);
+            }
+            return;
+        };
+        // The write now has one more piece on this stripe to wait for.
+        self.hosts.get(host).remaining += 1;
+        self.blocked.push_front(waiting);
+        let end = if by_rows { e } else { rest.0 };
+        self.admit(host, stripe, slot, s, end, now, rows);
+    }
+
+    /// The row `to` such that the write's rows of `[s, e)` from `from` up to `to` need at
+    /// most `free` new stripe heads of the stripe at `slot` (its rows in ascending order,
+    /// as md's row-by-row walk takes them), with that count; `(from, 0)` when not even the
+    /// first row fits.
+    pub(super) fn fitting_rows(
+        &mut self,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        from: u64,
+        free: u64,
+    ) -> (u64, u64) {
+        let mask = self.new_row_mask(slot, s, e, from..u64::MAX);
+        let mut taken = 0;
+        let mut to = from;
+        'rows: for (w, &word) in mask.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let row = w as u64 * 64 + u64::from(bits.trailing_zeros());
+                if taken == free {
+                    to = row;
+                    break 'rows;
+                }
+                taken += 1;
+                to = row + 1;
+                bits &= bits - 1;
+            }
+        }
+        self.row_mask = mask;
+        if taken == 0 {
+            (from, 0)
+        } else {
+            (to, taken)
+        }
     }
 
     /// The furthest row boundary `m` in `(s, e]` such that `[s, m)` needs at most `free`
@@ -96,7 +138,7 @@ impl<D: Member> Engine<D> {
         let (mut lo, mut hi, mut rows) = (0, e.div_ceil(ROW) - first, 0);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            let n = self.new_rows_in(slot, s, end_of(mid));
+            let n = self.new_rows_in(slot, s, end_of(mid), 0..u64::MAX);
             if n <= free {
                 (lo, rows) = (mid, n);
             } else {
@@ -110,8 +152,9 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// Take the `rows_needed` stripe heads `[s, e)` needs and add the write to the open set
-    /// of the stripe (held at `slot`, if md holds it).
+    /// Take the `rows_needed` stripe heads `[s, e)` needs in `rows` and add the write's
+    /// pages in those rows to the open set of the stripe (held at `slot`, if md holds it).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn admit(
         &mut self,
         host: u32,
@@ -119,6 +162,7 @@ impl<D: Member> Engine<D> {
         slot: Option<u32>,
         s: u64,
         e: u64,
+        rows: std::ops::Range<u64>,
         rows_needed: u64,
     ) {
         self.rows_in_use += rows_needed;
@@ -132,7 +176,10 @@ impl<D: Member> Engine<D> {
                 let st = self.stripes.get(id);
                 st.number = stripe;
                 st.open = false;
-                st.flying = None;
+                st.flights = 0;
+                st.fly_rows.clear();
+                st.fly_rows.resize(words, 0);
+                st.fly_written.clear();
                 self.stripe_index.insert(stripe, id);
                 id
             }
@@ -157,7 +204,7 @@ impl<D: Member> Engine<D> {
             self.raid5d_due += self.raid5d_cost(rows_needed);
         }
         let st = self.stripes.get(id);
-        for (dd, row) in touched(&self.geo, s, e) {
+        for (dd, row) in touched_rows(&self.geo, s, e, rows) {
             let word = &mut st.written[dd * words + row / 64];
             if *word >> (row % 64) & 1 == 0 {
                 *word |= 1 << (row % 64);
@@ -182,8 +229,9 @@ impl<D: Member> Engine<D> {
         if !st.open || st.delayed {
             return;
         }
-        let idle = st.flying.is_none();
-        if idle && sync && self.md_parity && (st.listed || self.multi_chunk_set(id)) {
+        let idle = st.flights == 0;
+        let listed = st.listed;
+        if sync && self.md_parity && (listed || self.multi_chunk_set(id)) && self.may_launch(id) {
             self.raid5d_list(id);
             return;
         }
@@ -199,13 +247,22 @@ impl<D: Member> Engine<D> {
         }
     }
 
-    /// Stripe heads a write to `[s, e)` adds: rows not yet held by the open set of the
-    /// stripe held at `slot` (if md holds it).
-    pub(super) fn new_rows_in(&mut self, slot: Option<u32>, s: u64, e: u64) -> u64 {
+    /// Stripe heads a write to `[s, e)` adds in `rows`: rows not yet held by the open set
+    /// of the stripe held at `slot` (if md holds it).
+    pub(super) fn new_rows_in(
+        &mut self,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        rows: std::ops::Range<u64>,
+    ) -> u64 {
         let words = row_words(&self.geo);
         if e.div_ceil(ROW) - s / ROW == 1 {
             // One row: new unless some data unit of the open set has it.
             let row = (self.geo.in_chunk(s) / ROW) as usize;
+            if !rows.contains(&(row as u64)) {
+                return 0;
+            }
             let held = slot.is_some_and(|id| {
                 let st = self.stripes.get(id);
                 st.open
@@ -216,10 +273,26 @@ impl<D: Member> Engine<D> {
             });
             return !held as u64;
         }
+        let mask = self.new_row_mask(slot, s, e, rows);
+        let n = mask.iter().map(|m| m.count_ones() as u64).sum();
+        self.row_mask = mask;
+        n
+    }
+
+    /// The rows (a bit each) of `[s, e)` in `rows` that the open set of the stripe held at
+    /// `slot` does not hold yet. The caller hands the vector back to `self.row_mask`.
+    fn new_row_mask(
+        &mut self,
+        slot: Option<u32>,
+        s: u64,
+        e: u64,
+        rows: std::ops::Range<u64>,
+    ) -> Vec<u64> {
+        let words = row_words(&self.geo);
         let mut mask = std::mem::take(&mut self.row_mask);
         mask.clear();
         mask.resize(words, 0);
-        for (_, row) in touched(&self.geo, s, e) {
+        for (_, row) in touched_rows(&self.geo, s, e, rows) {
             mask[row / 64] |= 1 << (row % 64);
         }
         if let Some(id) = slot {
@@ -232,9 +305,24 @@ impl<D: Member> Engine<D> {
                 }
             }
         }
-        let rows = mask.iter().map(|m| m.count_ones() as u64).sum();
-        self.row_mask = mask;
-        rows
+        mask
+    }
+
+    /// Whether a stripe's open set may go out now: when nothing of the stripe flies, or,
+    /// for the sets raid5d handles (sync writes over several chunks), when none of its
+    /// rows flies. Each 4 KiB row is a stripe head of its own in md, so a head whose rows
+    /// a write filled while the heads of the rows before it were being written goes out
+    /// at once (row by row admission leaves the rest of a write just so); a write to a
+    /// row in flight waits for it, as md's head does.
+    pub(super) fn may_launch(&mut self, id: u32) -> bool {
+        let words = row_words(&self.geo);
+        let st = self.stripes.get(id);
+        if st.flights == 0 {
+            return true;
+        }
+        !st.written
+            .chunks(words)
+            .any(|unit| unit.iter().zip(&st.fly_rows).any(|(w, f)| w & f != 0))
     }
 
     /// Hand a stripe whose sync write is in to raid5d (`raid5_release_stripe`: onto its
@@ -286,7 +374,7 @@ impl<D: Member> Engine<D> {
             self.handle_list.pop_front();
             let st = self.stripes.get(id);
             st.listed = false;
-            if st.open && st.flying.is_none() && !st.delayed {
+            if st.open && !st.delayed && self.may_launch(id) {
                 self.flush(id);
             }
         }
@@ -309,7 +397,7 @@ impl<D: Member> Engine<D> {
         if !st.open || st.gen != gen {
             return;
         }
-        if st.flying.is_some() {
+        if st.flights > 0 {
             st.armed = false;
             return;
         }
@@ -409,14 +497,31 @@ impl<D: Member> Engine<D> {
         }
         part.stripe = Some(id);
         std::mem::swap(&mut part.hosts, &mut st.hosts);
+        let words = row_words(&self.geo);
+        part.flight_rows.clear();
+        part.flight_rows.resize(words, 0);
+        if st.set_bits == 1 {
+            let row = st.first_bit.1 as usize;
+            part.flight_rows[row / 64] = 1 << (row % 64);
+        } else {
+            for unit in st.written.chunks(words) {
+                for (f, w) in part.flight_rows.iter_mut().zip(unit) {
+                    *f |= w;
+                }
+            }
+        }
+        for (f, w) in st.fly_rows.iter_mut().zip(&part.flight_rows) {
+            *f |= w;
+        }
         if self.sync_writes && !full {
             std::mem::swap(&mut st.fly_written, &mut st.written);
             st.fly_part = part_id;
-        } else {
+        } else if st.flights == 0 {
             st.fly_written.clear();
         }
         st.open = false;
-        st.flying = Some(Flying {
+        st.flights += 1;
+        part.flight = Some(Flying {
             rows: st.rows,
             full,
             preread,
@@ -427,14 +532,25 @@ impl<D: Member> Engine<D> {
         self.start_phase(part_id);
     }
 
-    pub(super) fn stripe_done(&mut self, id: u32) {
-        let st = self.stripes.get(id);
+    pub(super) fn stripe_done(&mut self, id: u32, part_id: u32) {
+        let part = self.parts.get(part_id);
         let Flying {
             rows,
             full,
             preread,
-        } = st.flying.take().expect("flying stripe");
-        let open = st.open;
+        } = part.flight.take().expect("a stripe's write");
+        let flown = std::mem::take(&mut part.flight_rows);
+        let st = self.stripes.get(id);
+        st.flights -= 1;
+        for (f, w) in st.fly_rows.iter_mut().zip(&flown) {
+            *f &= !w;
+        }
+        self.parts.get(part_id).flight_rows = flown;
+        let st = self.stripes.get(id);
+        if st.fly_part == part_id {
+            st.fly_written.clear();
+        }
+        let (open, flights) = (st.open, st.flights);
         let number = st.number;
         self.rows_in_use -= rows;
         if full {
@@ -445,7 +561,7 @@ impl<D: Member> Engine<D> {
         }
         if open {
             self.settle(id);
-        } else {
+        } else if flights == 0 {
             self.stripe_index.remove(number);
             self.stripes.release(id);
         }
@@ -575,8 +691,12 @@ impl<D: Member> Engine<D> {
                 match b {
                     Blocked::Read { .. } => self.dispatch(host, false, offset, len),
                     Blocked::Write {
-                        stripe, start, end, ..
-                    } => self.stripe_write_at(host, stripe, start, end, true),
+                        stripe,
+                        start,
+                        end,
+                        rows_from,
+                        ..
+                    } => self.stripe_write_at(host, stripe, start, end, rows_from, true),
                 }
             }
             let mut jobs = std::mem::take(&mut self.unblocked_jobs);
@@ -605,7 +725,7 @@ impl<D: Member> Engine<D> {
         let words = row_words(&self.geo);
         let dds = self.geo.data_disks() as usize;
         let st = self.stripes.get(id);
-        if st.open || st.flying.is_none() || st.fly_written.len() != words * dds {
+        if st.open || st.flights == 0 || st.fly_written.len() != words * dds {
             return false;
         }
         let part = self.parts.get(st.fly_part);
