@@ -1384,7 +1384,8 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// emulated CPU issues before the next read, 0.75–32 MiB under TCG, where the simulator,
 /// like a fast machine, always streams the barrier's 32 MiB: guest 5.67 MiB/s over 60 s,
 /// simulator 7.08; docs/vm-lab.md). Guest 4.03, 4.06, 5.44 MiB/s
-/// alone, 3.92, 4.01, 5.23 beside another test's boot; simulator 4.31, 4.29, 5.67.
+/// alone, 3.92, 4.01, 5.23 beside another test's boot (simulator then 4.31, 4.29, 5.67);
+/// on 2026-11-28 alone 3.90, 4.00, 5.26 against the simulator's 4.26, 4.23, 5.89.
 #[test]
 fn md_rebuild_on_timed_members_against_the_simulator() {
     let Some(_g) = booting() else {
