@@ -758,12 +758,15 @@ fn records_slat(ioengine: &str) -> bool {
 /// its size), and under direct I/O (buffered I/O keeps reclaim busy, which takes the cache
 /// back as fast).
 pub fn stripe_cache_grows(case: &Case) -> bool {
-    case.workload.direct
-        && case.array.engine == FsEngine::Md
-        && case
-            .array
-            .rebuild
-            .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep)
+    case.workload.direct && case.array.engine == FsEngine::Md && !before_linux_4_1(case)
+}
+
+/// Whether a case is set in a kernel before Linux 4.1 (`kernel = "4.0"`, which a rebuilding
+/// case may name; every other case runs a newer one).
+fn before_linux_4_1(case: &Case) -> bool {
+    case.array
+        .rebuild
+        .is_some_and(|r| r.kernel == raidlab_core::Governor::Sleep)
 }
 
 /// fio's synchronous engines (`FIO_SYNCIO`): one I/O at a time per job, whatever
@@ -896,11 +899,7 @@ impl<D: Member> Engine<D> {
             md_parity: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6),
             cache_grows: stripe_cache_grows(case),
-            rows_first: case.array.engine == FsEngine::Md
-                && case
-                    .array
-                    .rebuild
-                    .is_none_or(|r| r.kernel != raidlab_core::Governor::Sleep),
+            rows_first: case.array.engine == FsEngine::Md && !before_linux_4_1(case),
             sync_waits_rows: false,
             issue_left: None,
             blocked: VecDeque::new(),

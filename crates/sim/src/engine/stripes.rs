@@ -52,26 +52,30 @@ impl<D: Member> Engine<D> {
         }
         let free = self.cache_rows.saturating_sub(self.rows_in_use);
         let by_rows = self.rows_first && s / self.geo.chunk != (e - 1) / self.geo.chunk;
-        // What goes in now: `[s, e)` in `rows`, and what waits: `(start, rows_from)`.
-        let (now, rest, rows) = if self.cache_blocked || free == 0 {
-            (None, (s, rows_from), 0)
+        // What goes in now (`[s, end)` in `rows`, taking `heads`) and where what waits
+        // starts (`start`, its rows from `from`).
+        let (now, (start, from)) = if self.cache_blocked || free == 0 {
+            (None, (s, rows_from))
         } else if by_rows {
-            let (to, rows) = self.fitting_rows(slot, s, e, rows_from, free);
-            ((to > rows_from).then_some(rows_from..to), (s, to), rows)
+            let (to, heads) = self.fitting_rows(slot, s, e, rows_from, free);
+            (
+                (to > rows_from).then_some((e, rows_from..to, heads)),
+                (s, to),
+            )
         } else {
-            let (cut, rows) = self.fitting_end(slot, s, e, free);
-            ((cut > s).then_some(0..u64::MAX), (cut, 0), rows)
+            let (cut, heads) = self.fitting_end(slot, s, e, free);
+            ((cut > s).then_some((cut, 0..u64::MAX, heads)), (cut, 0))
         };
         self.cache_short();
         self.hold_submitter(host);
         let waiting = Blocked::Write {
             host,
             stripe,
-            start: rest.0,
+            start,
             end: e,
-            rows_from: rest.1,
+            rows_from: from,
         };
-        let Some(now) = now else {
+        let Some((end, rows, heads)) = now else {
             if resumed {
                 self.blocked.push_front(waiting);
             } else {
@@ -82,8 +86,7 @@ impl<D: Member> Engine<D> {
         // The write now has one more piece on this stripe to wait for.
         self.hosts.get(host).remaining += 1;
         self.blocked.push_front(waiting);
-        let end = if by_rows { e } else { rest.0 };
-        self.admit(host, stripe, slot, s, end, now, rows);
+        self.admit(host, stripe, slot, s, end, rows, heads);
     }
 
     /// The row `to` such that the write's rows of `[s, e)` from `from` up to `to` need at
