@@ -1379,13 +1379,22 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// the simulator's 147: docs/vm-lab.md), write caches off, 30 random 4 KiB reads a second.
 /// raid5/6's sync takes the whole stripe cache as a lump that is read, then written, before
 /// the next (the kernel's trace: 1,016 + 296 KiB on each member, no overlap), so the
-/// recovery runs at half the members' rate; the simulator agrees within 15 % on raid6,
-/// raid5 and raid1 (not raid10: between fio's reads its sync streams as much as the
+/// recovery runs at half the members' rate; the simulator agrees within 15 % on raid6 and
+/// raid5 (not raid10: between fio's reads its sync streams as much as the
 /// emulated CPU issues before the next read, 0.75–32 MiB under TCG, where the simulator,
 /// like a fast machine, always streams the barrier's 32 MiB: guest 5.67 MiB/s over 60 s,
 /// simulator 7.08; docs/vm-lab.md). Guest 4.03, 4.06, 5.44 MiB/s
 /// alone, 3.92, 4.01, 5.23 beside another test's boot (simulator then 4.31, 4.29, 5.67);
-/// on 2026-11-28 alone 3.90, 4.00, 5.26 against the simulator's 4.26, 4.23, 5.89.
+/// on 2026-11-28 alone 3.90, 4.00, 5.26 and in a clean clone's full suite 3.99, 3.95, 5.05
+/// against the simulator's 4.26, 4.23, 5.89; on 2026-11-29 alone 3.96, 4.00, 5.53.
+///
+/// raid1 is held in a bracket instead: qemu's NBD client, which carries the timed members,
+/// hands the guest a member's answer only with the next one while two are in flight
+/// (docs/vm-lab.md), and raid1's sync, which writes each buffer as soon as its read is
+/// answered, loses overlap to it. The simulator with the members' answers held that way
+/// (a local change, measured, not built in) gives raid1 5.59 MiB/s holding writes and
+/// small reads and 4.56 holding every answer, against 5.89 unheld: so the guest may lie
+/// up to [`HELD_ANSWERS`] below the simulator, and no more than 15 % above it.
 #[test]
 fn md_rebuild_on_timed_members_against_the_simulator() {
     let Some(_g) = booting() else {
@@ -1455,6 +1464,15 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
             rv,
             0.10,
         );
+        if v["level"] == "raid1" {
+            assert!(
+                a >= b * (1.0 - HELD_ANSWERS) && a <= b * 1.15,
+                "{label}: the guest's recovery {a:.2} MiB/s outside the simulator's {b:.2} \
+                 less the held answers' {:.0} % to plus 15 %",
+                HELD_ANSWERS * 100.0
+            );
+            continue;
+        }
         within(
             &format!("sim predicting vm, {label}'s recovery on timed members"),
             b,
@@ -1463,6 +1481,13 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
         );
     }
 }
+
+/// How much slower than the simulator raid1's recovery on timed members may be in the
+/// guest because qemu's NBD client holds a member's answer until the next one: the
+/// simulator's figure for that test's plan with every answer held so (4.56 MiB/s) against
+/// its figure without (5.89), measured with a local change
+/// (`md_rebuild_on_timed_members_against_the_simulator`).
+const HELD_ANSWERS: f64 = 0.23;
 
 /// btrfs in the guest: a raid1 of four 75-IOPS members with its last device lost
 /// (`-o degraded`) and rebuilt by `btrfs replace` while fio reads, both in one boot. The
