@@ -1380,10 +1380,11 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// raid5/6's sync takes the whole stripe cache as a lump that is read, then written, before
 /// the next (the kernel's trace: 1,016 + 296 KiB on each member, no overlap), so the
 /// recovery runs at half the members' rate; the simulator agrees within 15 % on raid6 and
-/// raid5 (not raid10: between fio's reads its sync streams as much as the
-/// emulated CPU issues before the next read, 0.75–32 MiB under TCG, where the simulator,
-/// like a fast machine, always streams the barrier's 32 MiB: guest 5.67 MiB/s over 60 s,
-/// simulator 7.08; docs/vm-lab.md). Guest 4.03, 4.06, 5.44 MiB/s
+/// raid5, the guest a few per cent slower: TCG's CPU time between the lumps, while the
+/// members idle (docs/vm-lab.md). Not raid10: between fio's reads its sync streams as much
+/// as the emulated CPU issues before the next read, 0.75–32 MiB under TCG, where the
+/// simulator, like a fast machine, always streams the barrier's 32 MiB: guest 5.67 MiB/s
+/// over 60 s, simulator 7.08 (docs/vm-lab.md). Guest 4.03, 4.06, 5.44 MiB/s
 /// alone, 3.92, 4.01, 5.23 beside another test's boot (simulator then 4.31, 4.29, 5.67);
 /// on 2026-11-28 alone 3.90, 4.00, 5.26 and in a clean clone's full suite 3.99, 3.95, 5.05
 /// against the simulator's 4.26, 4.23, 5.89; on 2026-11-29 alone 3.96, 4.00, 5.53.
