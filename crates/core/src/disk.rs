@@ -111,6 +111,12 @@ pub struct ThrottleParams {
     pub iops_write: u32,
     /// `throttling.bps-total` in bytes per second (0 = unlimited).
     pub bps_total: u64,
+    /// `throttling.iops-size`: a request larger than this counts as its size over this
+    /// many operations (a 1 MiB request as 16 of 64 KiB), so that the operations a
+    /// member moves a second do not depend on how the guest merged them (0 = every
+    /// request counts once).
+    #[serde(default)]
+    pub iops_size: Bytes,
     /// Service time of the backing store per request, under the throttle.
     pub latency: Nanos,
     pub queue_depth: u32,

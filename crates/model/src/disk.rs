@@ -133,10 +133,22 @@ fn ssd(p: &SsdParams, bs: f64, random: bool, qd: f64) -> (f64, f64, f64, f64) {
     }
 }
 
-/// Token bucket: the IOPS limit (per direction if set, else the total), the byte limit,
-/// and `QD / latency` of the backing store, whichever is lowest.
+/// Token bucket: the IOPS limit (per direction if set, else the total; a request above
+/// `iops_size` counts as its share of operations), the byte limit, and `QD / latency` of
+/// the backing store, whichever is lowest.
 fn throttle(p: &ThrottleParams, bs: f64, qd: f64) -> (f64, f64, f64, f64) {
-    let lim = |x: u32| if x > 0 { x as f64 } else { f64::INFINITY };
+    let units = if p.iops_size.0 > 0 {
+        (bs / p.iops_size.0 as f64).max(1.0)
+    } else {
+        1.0
+    };
+    let lim = |x: u32| {
+        if x > 0 {
+            x as f64 / units
+        } else {
+            f64::INFINITY
+        }
+    };
     let total = lim(p.iops_total);
     let service = qd.max(1.0) / p.latency.as_secs_f64().max(1e-9);
     let bytes = if p.bps_total > 0 {
@@ -222,6 +234,15 @@ pub(crate) mod tests {
         let m = DiskModel::preset("throttle-75").unwrap();
         let d = PerDisk::from_model(&m, &workload(Rw::RandWrite, 4096, 4), 4.0, 1.0);
         assert_eq!(d.write_iops, 75.0);
+        // qemu's iops-size: a 1 MiB request counts as sixteen of 64 KiB, a 4 KiB one as one.
+        let sized = m
+            .clone()
+            .with_params(&[("iops_size".to_string(), "64k".to_string())].into())
+            .unwrap();
+        let d = PerDisk::from_model(&sized, &workload(Rw::Write, 1 << 20, 4), 4.0, 1.0);
+        assert_eq!(d.write_iops, 75.0 / 16.0);
+        let d = PerDisk::from_model(&sized, &workload(Rw::RandRead, 4096, 4), 4.0, 1.0);
+        assert_eq!(d.read_iops, 75.0);
         let m = DiskModel::preset("ssd-sata").unwrap();
         let d = PerDisk::from_model(&m, &workload(Rw::RandRead, 4096, 1), 1.0, 1.0);
         assert!((d.read_iops - 1.0 / 85e-6).abs() < 1e-6);

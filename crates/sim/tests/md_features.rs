@@ -483,3 +483,36 @@ fn raid5d_bounds_writes_to_members_that_cost_nothing() {
         );
     }
 }
+
+/// qemu's `throttling.iops-size` on the VM lab's members: a request larger than it counts
+/// as its size over it, so a raid0's 1 MiB writes (two 512 KiB chunks, one a member) move
+/// 75 × 64 KiB a second a member rather than 75 whole requests, and 4 KiB reads still count
+/// once each.
+#[test]
+fn iops_size_counts_a_large_request_as_its_share() {
+    let raid0 = |params: &str, rw: &str, bs: &str| {
+        let c = common::one_case(
+            &format!("count = 2\nmodel = \"throttle-75\"\ncapacity = \"2g\"\n{params}"),
+            "level = \"raid0\"\nchunk = \"512k\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"",
+            &format!("rw = \"{rw}\"\nbs = \"{bs}\"\niodepth = 8\nsize = \"1g\"\nruntime = \"10s\""),
+        );
+        common::simulate(&c).1
+    };
+    let sized = "[disks.params]\niops_size = \"64k\"";
+    let whole = raid0("", "write", "1m").write.unwrap().bw_bytes_s;
+    let shared = raid0(sized, "write", "1m").write.unwrap().bw_bytes_s;
+    // Two members at 75 requests of 512 KiB: 75 MiB/s; at 75 × 64 KiB: 9.4 MiB/s.
+    let mib = |b: f64| b / 1_048_576.0;
+    assert!(
+        (mib(whole) - 75.0).abs() < 75.0 * 0.05,
+        "{:.1} MiB/s",
+        mib(whole)
+    );
+    assert!(
+        (mib(shared) - 9.375).abs() < 9.375 * 0.05,
+        "{:.2} MiB/s",
+        mib(shared)
+    );
+    let small = raid0(sized, "randread", "4k").read.unwrap().iops;
+    assert!((small - 150.0).abs() < 150.0 * 0.05, "{small:.1} IOPS");
+}

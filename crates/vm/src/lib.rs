@@ -363,6 +363,7 @@ impl VmTarget {
                 ("iops-read", p.iops_read as u64),
                 ("iops-write", p.iops_write as u64),
                 ("bps-total", p.bps_total),
+                ("iops-size", p.iops_size.0),
             ] {
                 if v > 0 {
                     s.push_str(&format!(",throttling.{k}={v}"));
@@ -752,12 +753,17 @@ mod tests {
             capacity: None,
             span: None,
             devices: vec![],
-            params: [("iops_total".to_string(), "150".to_string())].into(),
+            params: [
+                ("iops_total".to_string(), "150".to_string()),
+                ("iops_size".to_string(), "128k".to_string()),
+            ]
+            .into(),
             host_queue: None,
             scheduler: None,
         };
         let m = disks.resolved_model().unwrap();
         let opts = VmTarget::throttling(m.as_ref());
         assert!(opts.contains(",throttling.iops-total=150"), "{opts}");
+        assert!(opts.contains(",throttling.iops-size=131072"), "{opts}");
     }
 }

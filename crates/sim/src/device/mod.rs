@@ -199,7 +199,7 @@ impl Ssd {
 // ---------------------------------------------------------------- throttle
 
 /// qemu's throttling as a leaky bucket per limit (`throttle_compute_wait`): each request
-/// adds one operation (or its bytes) to the bucket, which drains at the configured rate;
+/// adds one operation (its size over `iops-size` if larger), or its bytes, to the bucket, which drains at the configured rate;
 /// a request may pass while the bucket holds no more than its burst (rate / 10, qemu's
 /// default `*-max`). Requests pass in arrival order, then take the backing store's latency.
 pub struct Throttle {
@@ -282,10 +282,17 @@ impl Throttle {
                 return;
             }
             self.queue.pop_front();
+            // qemu's `throttle_account`: a request above `iops-size` counts as its share.
+            let size = self.p.iops_size.0;
+            let units = if size > 0 && op.len > size {
+                op.len as f64 / size as f64
+            } else {
+                1.0
+            };
             let adds = [
-                1.0,
-                (!op.write) as u8 as f64,
-                op.write as u8 as f64,
+                units,
+                (!op.write) as u8 as f64 * units,
+                op.write as u8 as f64 * units,
                 op.len as f64,
             ];
             for (l, a) in self.levels.iter_mut().zip(adds) {
