@@ -199,9 +199,10 @@ impl Ssd {
 // ---------------------------------------------------------------- throttle
 
 /// qemu's throttling as a leaky bucket per limit (`throttle_compute_wait`): each request
-/// adds one operation (its size over `iops-size` if larger), or its bytes, to the bucket, which drains at the configured rate;
-/// a request may pass while the bucket holds no more than its burst (rate / 10, qemu's
-/// default `*-max`). Requests pass in arrival order, then take the backing store's latency.
+/// adds one operation (its size over `iops-size` if larger), or its bytes, to the bucket,
+/// which drains at the configured rate; a request may pass while the bucket holds no more
+/// than its burst (rate / 10, qemu's default `*-max`). Requests pass in arrival order, then
+/// take the backing store's latency.
 pub struct Throttle {
     p: ThrottleParams,
     queue: VecDeque<(MemberOp, Nanos)>,
