@@ -220,10 +220,13 @@ impl DiskModel {
             };
             obj.insert(key.clone(), param_json(raw));
             kind = serde_json::from_value(value.clone()).map_err(|_| {
+                // A size of 0 (a limit that is off) shows no unit: say what one looks like.
+                let size = matches!(&old, serde_json::Value::String(s) if s.parse::<u64>().is_ok());
                 err(format!(
-                    "expects a value like {}'s {}",
+                    "expects a value like {}'s {}{}",
                     self.name,
-                    param_text(&old)
+                    param_text(&old),
+                    if size { " (a size such as 128k)" } else { "" }
                 ))
             })?;
         }
@@ -408,6 +411,9 @@ mod tests {
         );
         let e = m().with_params(&set(&[("avg_seek", "fast")])).unwrap_err();
         assert!(e.why.contains("like hdd-7200's 8200us"), "{e}");
+        let t = DiskModel::preset("throttle-75").unwrap();
+        let e = t.with_params(&set(&[("iops_size", "big")])).unwrap_err();
+        assert!(e.why.contains("a size such as 128k"), "{e}");
         let e = m().with_params(&set(&[("queue_depth", "0")])).unwrap_err();
         assert!(e.why.contains("queue_depth must be above zero"), "{e}");
         let e = m().with_params(&set(&[("avg_seek", "30ms")])).unwrap_err();
