@@ -482,10 +482,10 @@ fn md_degraded_in_one_boot() {
 /// case runs three times and the figures held are the report's medians (`[run] repeat`).
 /// The workload's IOPS must agree within 15 % on every level (25 % on raid5 and raid6 under
 /// md's governor, whose recovery the simulator runs a third slow; raid10, whose guest moves
-/// most from boot to boot and with the host's speed, from 30 % below to 25 % above: below). md's `sync_speed_min`
-/// (1000 KiB/s) is the rate below which md stops yielding to the workload, not one a
-/// starved guest always reaches: the recovery must keep at least half of it. The
-/// simulated recovery is held within ×2 of the guest's (×2.5 on raid1, raid10 and raid6): the
+/// most from boot to boot and with the host's speed, from 30 % below to 25 % above: below).
+/// md's `sync_speed_min` (1000 KiB/s) is the rate below which md stops yielding to the
+/// workload, not one a starved guest always reaches: the recovery must keep at least half
+/// of it. The simulated recovery is held within ×2 of the guest's (×2.5 on raid1, raid10 and raid6): the
 /// simulator's recoveries under md's governor run a third slower than the guest's on
 /// raid5, raid6 and raid10 (medians of three in the boot that set this test up: guest
 /// 11.65, 11.21, 3.14 MiB/s, simulator 8.48, 7.32, 2.03; 9.34, 7.97, 2.02 since md's look
@@ -584,8 +584,9 @@ fn md_rebuild_in_one_boot() {
     // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
     // 7.32). With the governor out of the way the recoveries agree, and so do the
     // workloads (the fifth case, within 15 %). raid10: its guest's median moved from 76.5
-    // to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's 87.9), with its recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync
-    // thread, docs/vm-lab.md). On a slow host raid10's guest gives less: its workload
+    // to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's 87.9), with its
+    // recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync thread,
+    // docs/vm-lab.md). On a slow host raid10's guest gives less: its workload
     // gets what the lost member's partner (bound at 75 requests a second) leaves the
     // recovery's reads, and there the guest's sync, whose thread runs on the emulated
     // CPU, merged its 64 KiB buffers less — 3.05-3.19 MiB/s in 40-42 requests a second
