@@ -122,6 +122,19 @@ pub struct ThrottleParams {
     pub queue_depth: u32,
 }
 
+impl ThrottleParams {
+    /// How many operations a request of `bytes` adds to the operation buckets: one, or its
+    /// size over `iops_size` where it is larger (qemu's `throttle_account`).
+    pub fn operations(&self, bytes: f64) -> f64 {
+        let size = self.iops_size.0 as f64;
+        if size > 0.0 && bytes > size {
+            bytes / size
+        } else {
+            1.0
+        }
+    }
+}
+
 /// The kinds of disk model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]

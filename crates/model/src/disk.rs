@@ -137,11 +137,7 @@ fn ssd(p: &SsdParams, bs: f64, random: bool, qd: f64) -> (f64, f64, f64, f64) {
 /// `iops_size` counts as its share of operations), the byte limit, and `QD / latency` of
 /// the backing store, whichever is lowest.
 fn throttle(p: &ThrottleParams, bs: f64, qd: f64) -> (f64, f64, f64, f64) {
-    let units = if p.iops_size.0 > 0 {
-        (bs / p.iops_size.0 as f64).max(1.0)
-    } else {
-        1.0
-    };
+    let units = p.operations(bs);
     let lim = |x: u32| {
         if x > 0 {
             x as f64 / units

@@ -283,13 +283,7 @@ impl Throttle {
                 return;
             }
             self.queue.pop_front();
-            // qemu's `throttle_account`: a request above `iops-size` counts as its share.
-            let size = self.p.iops_size.0;
-            let units = if size > 0 && op.len > size {
-                op.len as f64 / size as f64
-            } else {
-                1.0
-            };
+            let units = self.p.operations(op.len as f64);
             let adds = [
                 units,
                 (!op.write) as u8 as f64 * units,
