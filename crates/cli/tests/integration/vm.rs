@@ -698,11 +698,25 @@ const THROTTLED_BY_SIZE: &str = "[disks]\ncount = 4\nmodel = \"throttle-75\"\nca
 
 /// Print how much each run's survivors served a second over its fio run of `runtime`
 /// seconds (their block-layer counters, `members_io`; the last member is the one rebuilt):
-/// requests, MiB and the throttle's operations of 128 KiB (requests, or KiB over 128 where
-/// that is more: 4 KiB reads count once), against its 75. Printed, not held: the
-/// operations are an estimate from totals.
+/// requests, MiB and the throttle's operations (requests, or bytes over the case's
+/// `iops_size` where that is more: 4 KiB reads count once), against its `iops_total`.
+/// Printed, not held: the operations are an estimate from totals.
 fn print_survivors_units(vm: &Path, runtime: f64) {
-    for r in Store::open(vm).unwrap().results().unwrap() {
+    let store = Store::open(vm).unwrap();
+    let throttles: std::collections::HashMap<_, _> = store
+        .cases()
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let model = c.disks.resolved_model().unwrap().expect("a disk model");
+            let raidlab_core::DiskKind::Throttle(t) = model.kind else {
+                panic!("{}: members without a throttle", c.id);
+            };
+            (c.id, t)
+        })
+        .collect();
+    for r in store.results().unwrap() {
+        let t = &throttles[&r.case_id];
         let io = r.environment.details["during"]["members_io"]
             .as_array()
             .cloned()
@@ -713,19 +727,26 @@ fn print_survivors_units(vm: &Path, runtime: f64) {
             .map(|m| {
                 let n = |k: &str| m[k].as_u64().unwrap_or(0) as f64;
                 let (req, kib) = (n("reads") + n("writes"), n("read_kib") + n("write_kib"));
+                // From totals: every request taken at the mean size.
+                let ops = if req > 0.0 {
+                    req * t.operations(kib * 1024.0 / req)
+                } else {
+                    0.0
+                };
                 format!(
                     "{:.1} requests, {:.1} MiB, about {:.0} operations",
                     req / runtime,
                     kib / 1024.0 / runtime,
-                    req.max(kib / 128.0) / runtime
+                    ops / runtime
                 )
             })
             .collect();
         eprintln!(
-            "{} run {}: survivors a second: {} (throttle 75)",
+            "{} run {}: survivors a second: {} (throttle {})",
             r.case_id.0,
             r.repetition,
-            rates.join("; ")
+            rates.join("; "),
+            t.iops_total
         );
     }
 }
@@ -1152,37 +1173,70 @@ fn total(members: &[serde_json::Value], key: &str) -> f64 {
 }
 
 /// The simulator's media time per member command in a case (ms): its members' busy share
-/// of the run (fio's `util`) over their commands.
+/// of the run (fio's `util`) over their commands, pooled over the case's repetitions.
 fn sim_ms_per_command(row: &serde_json::Value, runtime_s: f64, dir: &Path) -> f64 {
     let store = Store::open(dir).unwrap();
-    let r = store
+    let (mut busy, mut ios) = (0.0, 0u64);
+    for r in store
         .results()
         .unwrap()
         .into_iter()
-        .find(|r| r.case_id.0 == row["case_id"].as_str().unwrap())
-        .unwrap();
-    let members: Vec<_> = r
-        .figures
-        .disk_util
-        .iter()
-        .filter(|d| d.aggr_read_ios.is_none())
-        .collect();
-    let busy: f64 = members.iter().map(|d| d.util / 100.0 * runtime_s).sum();
-    let ios: u64 = members.iter().map(|d| d.read_ios + d.write_ios).sum();
+        .filter(|r| r.case_id.0 == row["case_id"].as_str().unwrap())
+    {
+        for d in r
+            .figures
+            .disk_util
+            .iter()
+            .filter(|d| d.aggr_read_ios.is_none())
+        {
+            busy += d.util / 100.0 * runtime_s;
+            ios += d.read_ios + d.write_ios;
+        }
+    }
+    assert!(ios > 0, "{}: no simulated member commands", row["case_id"]);
     busy / ios as f64 * 1e3
 }
 
 /// Run `body` as plan `name` on the VM lab, then on the simulator: the scratch directory
 /// (kept while the caller holds it) and the two results directories.
 fn on_vm_and_sim(name: &str, body: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    on_vm_and_sim_phases(name, body, 1)
+}
+
+/// [`on_vm_and_sim`], with the simulator repeating each case `sim_repeat` times (`[run]
+/// repeat`: each repetition its own seed, so its own platters' starting angles). Where md
+/// makes one member wait for another (raid5/6 reads, then writes, at depth 1) the time a
+/// write waits for its sector depends on where the members' platters stand relative to
+/// each other, and that stays as the seed drew it: over six seeds raid6's 4 KiB random
+/// writes at depth 1 took 5.09–6.66 ms of media time per command, raid0's 6.01–6.28
+/// (`raidlab sim --level raid6 --chunk 64k --span 4g --rw randwrite --bs 4k --iodepth 1
+/// --seed N`). The guest's timed members drew their own angles: against a single draw of
+/// the simulator's, the comparison measures the two draws. `body` must not have a `[run]`
+/// table when `sim_repeat` > 1.
+fn on_vm_and_sim_phases(
+    name: &str,
+    body: &str,
+    sim_repeat: u32,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::Builder::new()
         .prefix("raidlab-vm-")
         .tempdir()
         .unwrap();
     let plan = tmp.path().join(format!("{name}.toml"));
     std::fs::write(&plan, format!("name = \"{name}\"\n{body}")).unwrap();
+    let sim_plan = if sim_repeat > 1 {
+        let p = tmp.path().join(format!("{name}-sim.toml"));
+        std::fs::write(
+            &p,
+            format!("name = \"{name}\"\n{body}\n[run]\nrepeat = {sim_repeat}\n"),
+        )
+        .unwrap();
+        p
+    } else {
+        plan.clone()
+    };
     let (vm, sim) = (tmp.path().join("vm"), tmp.path().join("sim"));
-    for (target, out) in [("vm", &vm), ("sim", &sim)] {
+    for (target, out, plan) in [("vm", &vm, &plan), ("sim", &sim, &sim_plan)] {
         let t0 = Instant::now();
         let o = raidlab(&[
             "run",
@@ -1345,11 +1399,22 @@ fn timed_single_member_follows_its_model() {
 /// compared is md's part, layer by layer:
 /// - the member commands per host I/O, counted by the members themselves during the
 ///   case's fio, against md's own count of host I/Os: md's cost (1, 2 for raid10 writes,
-///   4 for raid5/6 small writes), and the simulator's;
+///   4 for raid5/6 small writes), and the simulator's. The guest's members serve a few
+///   commands more: md's superblock (2–3 writes of under 4 KiB per member in a case: the
+///   members' mean write was 4,044–4,063 bytes) and up to 4 % not identified — raid6's
+///   small writes at depth 1 cost 4.09–4.25 over eight runs of a case, on xfs and raw
+///   (docs/vm-lab.md). So the guest's cost is held from md's to 8 % above it (which still
+///   tells raid6's reconstruct-write, 4, from its read-modify-write, 6), the simulator's
+///   within 0.1;
 /// - the model's media time per member command, which says whether md sent the members
 ///   the same pattern (where, in what order, how many at once) as the simulator did;
 /// - fio's IOPS, printed for every case and held to a band: the goal of 15 % is not met
 ///   (docs/vm-lab.md "Timed members" lists each case and why).
+///
+/// The simulator runs each case eight times, each with its own platters' starting angles
+/// ([`on_vm_and_sim_phases`]), and is compared by its median and its media time pooled
+/// over the eight: raid5/6's writes at depth 1 wait on where one member's platter stands
+/// when another's read ends, which a single draw fixes.
 ///
 /// Sequential 1 MiB cases are printed, not judged: the guest's block layer merges
 /// md's chunk-sized pieces into requests of up to a megabyte, which the simulator does not.
@@ -1369,7 +1434,7 @@ fn timed_members_md_layouts_against_the_simulator() {
         array("raid5", ""),
         array("raid6", ""),
     );
-    let (_tmp, vm, sim) = on_vm_and_sim("timed-layouts", &body);
+    let (_tmp, vm, sim) = on_vm_and_sim_phases("timed-layouts", &body, 8);
     let (vrows, srows) = (rows(&vm), rows(&sim));
     assert_eq!(vrows.len(), 36);
     let timed = timed_members(&vm);
@@ -1422,8 +1487,9 @@ fn timed_members_md_layouts_against_the_simulator() {
             _ => 4.0,
         };
         assert!(
-            (cost - md_cost).abs() < 0.15 && (sim_cost - md_cost).abs() < 0.1,
-            "{label} qd{qd}: {cost:.2} member commands per I/O in the guest, {sim_cost:.2} simulated, md's cost {md_cost}"
+            cost >= md_cost - 0.05 && cost <= md_cost * 1.08 && (sim_cost - md_cost).abs() < 0.1,
+            "{label} qd{qd}: {cost:.2} member commands per I/O in the guest (md's cost to 8 % \
+             above it), {sim_cost:.2} simulated (within 0.1), md's cost {md_cost}"
         );
         within(
             &format!("{label} qd{qd}: the simulator's media ms per command against the guest's"),
