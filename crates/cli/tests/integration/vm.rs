@@ -1398,14 +1398,13 @@ fn timed_single_member_follows_its_model() {
 /// queue depth 1 and 8, 1 MiB sequential reads and writes, in three boots. What is
 /// compared is md's part, layer by layer:
 /// - the member commands per host I/O, counted by the members themselves during the
-///   case's fio, against md's own count of host I/Os: md's cost (1, 2 for raid10 writes,
-///   4 for raid5/6 small writes), and the simulator's. The guest's members serve a few
-///   commands more: md's superblock (2–3 writes of under 4 KiB per member in a case: the
-///   members' mean write was 4,044–4,063 bytes) and up to 4 % not identified — raid6's
-///   small writes at depth 1 cost 4.09–4.25 over eight runs of a case, on xfs and raw
-///   (docs/vm-lab.md). So the guest's cost is held from md's to 8 % above it (which still
-///   tells raid6's reconstruct-write, 4, from its read-modify-write, 6), the simulator's
-///   within 0.1;
+///   case's fio, against fio's own count of its I/Os: md's cost (1, 2 for raid10 writes,
+///   4 for raid5/6 small writes), and the simulator's. The guest's members serve about a
+///   dozen commands more in a case, none of them md's data path (the kernel's trace of a
+///   raid6 case: md's superblock written twice on each member, one read by mdadm, fio's
+///   three reads of the array before its first write): raid6's small writes at depth 1 cost
+///   4.02–4.06 over ten runs of a case, on xfs and raw (docs/vm-lab.md). So the guest's
+///   cost is held from 0.05 below md's to 0.15 above it, the simulator's within 0.1;
 /// - the model's media time per member command, which says whether md sent the members
 ///   the same pattern (where, in what order, how many at once) as the simulator did;
 /// - fio's IOPS, printed for every case and held to a band: the goal of 15 % is not met
@@ -1458,13 +1457,13 @@ fn timed_members_md_layouts_against_the_simulator() {
         let vm_ms = total(m, "busy_s") / commands * 1e3;
         let sim_ms = sim_ms_per_command(s, runtime, &sim);
         let r = results.iter().find(|r| r.case_id.0 == id).unwrap();
-        let md = r
-            .figures
-            .disk_util
+        // Over fio's own count of its I/Os: the members' counters span fio's whole run,
+        // which md's `disk_util` does not quite (it missed 4–13 of 216–295 I/Os).
+        let host = [&r.figures.read, &r.figures.write]
             .iter()
-            .find(|d| d.aggr_read_ios.is_some())
-            .expect("md's disk_util");
-        let cost = commands / (md.read_ios + md.write_ios) as f64;
+            .filter_map(|d| d.as_ref().map(|d| d.ios))
+            .sum::<u64>();
+        let cost = commands / host as f64;
         let sim_cost = s["member_ios_per_io"].as_f64().unwrap();
         let late = m
             .iter()
@@ -1487,8 +1486,8 @@ fn timed_members_md_layouts_against_the_simulator() {
             _ => 4.0,
         };
         assert!(
-            cost >= md_cost - 0.05 && cost <= md_cost * 1.08 && (sim_cost - md_cost).abs() < 0.1,
-            "{label} qd{qd}: {cost:.2} member commands per I/O in the guest (md's cost to 8 % \
+            cost >= md_cost - 0.05 && cost <= md_cost + 0.15 && (sim_cost - md_cost).abs() < 0.1,
+            "{label} qd{qd}: {cost:.2} member commands per I/O in the guest (md's cost to 0.15 \
              above it), {sim_cost:.2} simulated (within 0.1), md's cost {md_cost}"
         );
         within(
