@@ -21,7 +21,7 @@
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
-use raidlab_timed::{Spec, TimedMember};
+use raidlab_timed::{Spec, TimedMember, Transport};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -37,6 +37,7 @@ fn member(dir: &Path, model: DiskModel, size: u64) -> (TimedMember, PathBuf) {
         write_cache: false,
         scheduler: Scheduler::None,
         seed: 1,
+        transport: Transport::Nbd,
     })
     .expect("member starts");
     (m, socket)

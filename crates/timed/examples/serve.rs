@@ -2,7 +2,7 @@
 //! -- SOCKET FILE SIZE MODEL`, then point an NBD client (qemu-io, qemu-img) at
 //! `nbd+unix:///?socket=SOCKET`. Prints the member's counters at the end.
 use raidlab_core::disk::DiskModel;
-use raidlab_timed::{Spec, TimedMember};
+use raidlab_timed::{Spec, TimedMember, Transport};
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
@@ -15,6 +15,7 @@ fn main() {
         write_cache: false,
         scheduler: raidlab_core::Scheduler::None,
         seed: 1,
+        transport: Transport::Nbd,
     })
     .expect("member starts");
     let mut s = String::new();

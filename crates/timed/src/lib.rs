@@ -2,8 +2,9 @@
 //! raidlab disk model says it takes, so that the real kernel md in the guest meets disks
 //! that seek, rotate, queue and cache as the simulator's do.
 //!
-//! Each member is a sparse file served over NBD on a unix socket ([`nbd`]); qemu's NBD
-//! client connects to it and the guest sees a virtio disk. Data goes to the file at once;
+//! Each member is a sparse file served on a unix socket, over NBD ([`nbd`]: qemu's NBD
+//! client, `qemu-io`, `qemu-img bench`) or as a vhost-user block device ([`vhost_blk`]: the VM
+//! lab's guest sees a virtio disk whose queues this process serves). Data goes to the file at once;
 //! the answer goes back when the model, driven by the wall clock ([`clock`]), completes
 //! the command. The model is the simulator's own device (`raidlab_sim::device`), not a
 //! copy. Each member counts its commands and how late it answered against the model's
@@ -11,6 +12,7 @@
 
 pub mod clock;
 pub mod nbd;
+pub mod vhost_blk;
 
 use clock::{Command, Kind, Live};
 use raidlab_core::disk::{DiskKind, DiskModel};
@@ -48,11 +50,24 @@ pub struct Spec {
     pub scheduler: Scheduler,
     /// Seeds the platter's starting angle and the firmware's estimate errors.
     pub seed: u64,
+    pub transport: Transport,
+}
+
+/// How the member is served on its socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// An NBD server, for any number of connections one after another.
+    Nbd,
+    /// A vhost-user block device for one qemu (`-device vhost-user-blk-pci`), whose guest
+    /// reads `serial` as the disk's ID.
+    VhostUser { serial: String },
 }
 
 /// A member being served; [`TimedMember::finish`] stops it.
 pub struct TimedMember {
     stop: Arc<AtomicBool>,
+    /// The vhost-user device, whose hold on the clock `finish` lets go of.
+    vhost: Option<vhost_blk::Blk>,
     live: Arc<Mutex<Live>>,
     acceptor: Option<JoinHandle<()>>,
     clock: Option<JoinHandle<()>>,
@@ -120,6 +135,7 @@ impl TimedMember {
         if std::fs::symlink_metadata(&spec.socket).is_ok_and(|m| m.file_type().is_socket()) {
             let _ = std::fs::remove_file(&spec.socket);
         }
+        // Bound here, before qemu is started, whichever the transport.
         let listener = UnixListener::bind(&spec.socket).map_err(at(&spec.socket))?;
         listener.set_nonblocking(true).map_err(at(&spec.socket))?;
 
@@ -145,9 +161,24 @@ impl TimedMember {
         let file = Arc::new(file);
         let size = spec.size;
         let s = stop.clone();
-        let acceptor = std::thread::spawn(move || accept(listener, file, size, tx, s));
+        let (acceptor, vhost) = match &spec.transport {
+            Transport::Nbd => (
+                std::thread::spawn(move || accept(listener, file, size, tx, s)),
+                None,
+            ),
+            Transport::VhostUser { serial } => {
+                let blk = vhost_blk::Blk::new(file, size, serial.clone(), tx);
+                listener.set_nonblocking(false).map_err(at(&spec.socket))?;
+                let b = blk.clone();
+                (
+                    std::thread::spawn(move || vhost_serve(listener, b)),
+                    Some(blk),
+                )
+            }
+        };
         Ok(TimedMember {
             stop,
+            vhost,
             live,
             acceptor: Some(acceptor),
             clock: Some(clock),
@@ -170,6 +201,14 @@ impl TimedMember {
     /// sent is answered, and say what the member did in all.
     pub fn finish(mut self) -> MemberStats {
         self.stop.store(true, Ordering::SeqCst);
+        if let Some(b) = self.vhost.take() {
+            // A frontend that never came is stood in for by a connection that closes at
+            // once, which ends the device's wait for one.
+            if self.acceptor.as_ref().is_some_and(|a| !a.is_finished()) {
+                let _ = UnixStream::connect(&self.socket);
+            }
+            b.close();
+        }
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
@@ -246,6 +285,25 @@ fn accept(
     for s in sessions {
         let _ = s.join();
     }
+}
+
+/// Serve one vhost-user frontend on `listener` until it disconnects, then stop the
+/// device's queue threads.
+fn vhost_serve(listener: UnixListener, blk: vhost_blk::Blk) {
+    use vhost_user_backend::VhostUserDaemon;
+    use vm_memory::{GuestMemoryAtomic, GuestMemoryMmap};
+    let mem = GuestMemoryAtomic::new(GuestMemoryMmap::new());
+    let Ok(mut daemon) = VhostUserDaemon::new("raidlab-timed".into(), blk.clone(), mem) else {
+        return;
+    };
+    let mut l = ::vhost::vhost_user::Listener::from(listener);
+    if daemon.start(&mut l).is_ok() {
+        let _ = daemon.wait();
+    }
+    for h in daemon.get_epoll_handlers() {
+        h.send_exit_event();
+    }
+    blk.close();
 }
 
 /// A reply on its way to the client.
@@ -370,7 +428,7 @@ fn serve(
 }
 
 /// Deallocate `len` bytes of `file` at `offset`, keeping its size: they read as zeros.
-fn punch(file: &File, offset: u64, len: u64) -> io::Result<()> {
+pub(crate) fn punch(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     // SAFETY: a plain system call on an open descriptor; no memory is passed.
     let r = unsafe {
@@ -401,6 +459,7 @@ mod tests {
             write_cache: false,
             scheduler: Scheduler::None,
             seed: 1,
+            transport: Transport::Nbd,
         }
     }
 
@@ -419,6 +478,25 @@ mod tests {
             .expect("a regular file is refused");
         assert!(e.to_string().contains("m.sock"), "{e}");
         assert_eq!(std::fs::read(&s.socket).unwrap(), b"not a socket");
+    }
+
+    /// A vhost-user member whose qemu never came (it failed to start) still stops, and
+    /// its socket goes with it; one whose frontend connects and goes away without a
+    /// word stops too.
+    #[test]
+    fn a_vhost_user_member_stops_without_a_frontend() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(dir.path());
+        s.transport = Transport::VhostUser {
+            serial: "d0".into(),
+        };
+        let never = TimedMember::start(&s).unwrap();
+        assert!(s.socket.exists(), "the socket is bound before qemu starts");
+        assert_eq!(never.finish().reads, 0);
+        assert!(!s.socket.exists(), "the socket is removed");
+        let gone = TimedMember::start(&s).unwrap();
+        drop(UnixStream::connect(&s.socket).unwrap());
+        assert_eq!(gone.finish().writes, 0);
     }
 
     /// qemu's own NBD client (`qemu-io`) writes, discards and reads back: the discarded

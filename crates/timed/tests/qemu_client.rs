@@ -3,7 +3,7 @@
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
-use raidlab_timed::{MemberStats, Spec, TimedMember};
+use raidlab_timed::{MemberStats, Spec, TimedMember, Transport};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -24,6 +24,7 @@ fn member(dir: &Path, size: u64, model: &str, write_cache: bool) -> (TimedMember
         write_cache,
         scheduler: Scheduler::None,
         seed: 7,
+        transport: Transport::Nbd,
     })
     .expect("the member starts");
     (m, format!("nbd+unix:///?socket={}", socket.display()))

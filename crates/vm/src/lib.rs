@@ -32,7 +32,7 @@ pub const ACCEL_ENV: &str = "RAIDLAB_VM_ACCEL";
 /// ([`guest::Trace`]) in `OUT/.vm/boot-N/results/<case>-r<rep>/trace.txt`.
 pub const TRACE_ENV: &str = "RAIDLAB_VM_TRACE";
 /// qemu's own trace events to record (patterns, comma-separated, as `-trace enable=`
-/// takes them: `nbd_*,virtio_blk_*`), in `OUT/.vm/boot-N/qemu-trace.txt`: where a
+/// takes them: `virtio_blk_*,vhost_user_*`), in `OUT/.vm/boot-N/qemu-trace.txt`: where a
 /// member's request waits between the guest and the member's server.
 pub const QEMU_TRACE_ENV: &str = "RAIDLAB_VM_QEMU_TRACE";
 /// Member capacity when the plan names none.
@@ -167,6 +167,9 @@ fn results_of(dir: &Path, ended: Ended, budget: u64) -> Result<PathBuf, TargetEr
     Ok(rdir)
 }
 
+/// The guest's memory, MiB.
+const MEMORY_MIB: u32 = 1536;
+
 fn base_args(lab: &lab::Lab, accel: &str, initrd: &Path, console: &Path) -> Vec<String> {
     let (accel, cpu) = if accel == "kvm" {
         ("kvm", "host")
@@ -185,7 +188,7 @@ fn base_args(lab: &lab::Lab, accel: &str, initrd: &Path, console: &Path) -> Vec<
         "-smp",
         "2",
         "-m",
-        "1536",
+        &MEMORY_MIB.to_string(),
         "-kernel",
         &lab.vmlinux().display().to_string(),
         "-initrd",
@@ -405,7 +408,7 @@ impl VmTarget {
         };
         let args = match &timed {
             Some(t) => {
-                let mut a = t.qemu_args();
+                let mut a = t.qemu_args(MEMORY_MIB);
                 a.extend(self.results_drive(&dir)?);
                 a
             }
@@ -609,7 +612,7 @@ impl VmTarget {
             Some(DiskKind::Throttle(_))
         );
         let note = if timed.is_some() {
-            "members timed by the disk model in real time (raidlab-timed over NBD): the figures are the real md on the model's disks"
+            "members timed by the disk model in real time (raidlab-timed as vhost-user block devices): the figures are the real md on the model's disks"
         } else if throttled {
             "members throttled by qemu: the figures are the throttle's"
         } else {

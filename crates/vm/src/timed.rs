@@ -1,5 +1,6 @@
 //! A boot's timed members: with a disk model other than a throttle, each member disk is served by
-//! `raidlab-timed` (the simulator's disk model in real time, over NBD on a unix socket)
+//! `raidlab-timed` (the simulator's disk model in real time, a vhost-user block device on
+//! a unix socket)
 //! instead of a plain file, so the guest's md meets disks that seek and rotate. While the
 //! guest runs, its console is followed: between a case's `phase fio` line and the lab's
 //! next line (another phase, or the case's end), each member's counters are marked, so every case gets what its members did
@@ -7,7 +8,7 @@
 
 use raidlab_core::disk::DiskModel;
 use raidlab_core::Scheduler;
-use raidlab_timed::{Mark, MemberStats, Spec, TimedMember};
+use raidlab_timed::{Mark, MemberStats, Spec, TimedMember, Transport};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +45,7 @@ impl Members {
         seed: u64,
     ) -> Result<Members, String> {
         let sockdir = tempfile::Builder::new()
-            .prefix("raidlab-nbd-")
+            .prefix("raidlab-members-")
             .tempdir()
             .map_err(|e| format!("cannot create a directory for the members' sockets: {e}"))?;
         let mut members = Vec::with_capacity(n);
@@ -60,6 +61,9 @@ impl Members {
                 // The guest's own scheduler orders what waits above the member.
                 scheduler: Scheduler::None,
                 seed: seed.wrapping_mul(1000).wrapping_add(i as u64),
+                transport: Transport::VhostUser {
+                    serial: format!("d{i}"),
+                },
             })
             .map_err(|e| e.to_string())?;
             members.push(m);
@@ -72,21 +76,27 @@ impl Members {
         })
     }
 
-    /// qemu's arguments for the members: NBD block nodes behind virtio disks with serials
-    /// `d0`…, whose write cache the guest may turn on and off (the host target does, per
-    /// case, through sysfs), and which pass the guest's discards on (the lab blanks the
-    /// members between cases; the server punches the file).
-    pub fn qemu_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
+    /// qemu's arguments for the members: vhost-user block devices with serials `d0`…,
+    /// whose queues this process serves from the guest's memory (so the guest's memory is
+    /// a shared memfd of `memory_mib`, the size of `-m`). Their write cache is the guest's
+    /// to turn on and off (the host target does, per case, through sysfs), and they take
+    /// the guest's discards (the lab blanks the members between cases; the file is
+    /// punched).
+    pub fn qemu_args(&self, memory_mib: u32) -> Vec<String> {
+        let mut args = vec![
+            "-object".into(),
+            format!("memory-backend-memfd,id=mem,size={memory_mib}M,share=on"),
+            "-machine".into(),
+            "memory-backend=mem".into(),
+        ];
         for (i, s) in self.sockets.iter().enumerate() {
-            args.push("-blockdev".into());
-            args.push(format!(
-                "driver=nbd,node-name=d{i},server.type=unix,server.path={},discard=unmap",
-                s.display()
-            ));
+            args.push("-chardev".into());
+            args.push(format!("socket,id=c{i},path={}", s.display()));
             args.push("-device".into());
             args.push(format!(
-                "virtio-blk-pci,drive=d{i},serial=d{i},write-cache=on"
+                "vhost-user-blk-pci,chardev=c{i},num-queues={},queue-size={}",
+                raidlab_timed::vhost_blk::QUEUES,
+                raidlab_timed::vhost_blk::QUEUE_SIZE
             ));
         }
         args
