@@ -1517,8 +1517,8 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// [`SIM_PARITY_RECOVERY_SLOW`]: the guest ran 9–34 % faster than the simulator (raid6
 /// 4.66–5.07 MiB/s, raid5 5.04–5.67, in four runs; the simulator 4.26 and 4.23). Its
 /// kernel's trace shows lumps of the stripe cache read (1,016 KiB and 230–350 KiB on each
-/// survivor) and then written, about 1.25 MiB every 0.25 s, near the members' media rate
-/// taken in turn; where the simulator loses the rest is open (docs/vm-lab.md). Behind
+/// survivor) and then written, about 1.25 MiB every 0.25 s, half the members' media rate
+/// (read, then written, in turn); where the simulator loses the rest is open (docs/vm-lab.md). Behind
 /// qemu's NBD client, which carried the members until then and held each answer until the
 /// next, the guest's raid5/6 ran 4–9 % below the simulator and raid1 up to 23 % below.
 #[test]
