@@ -1513,10 +1513,10 @@ fn timed_members_md_layouts_against_the_simulator() {
 ///
 /// The members are vhost-user block devices, answered the moment the model completes a
 /// command. raid1's recovery came within 15 % of the simulator's in every run (guest
-/// 6.31–6.75 MiB/s in five recorded on 2026-11-29 and a CI run's, the simulator 5.89); it
+/// 6.22–6.75 MiB/s in six recorded on 2026-11-29 and a CI run's, the simulator 5.89); it
 /// is held from 15 % below to 25 % above, for a run as fast as the CI run below. raid5/6's the simulator
-/// under-predicts, an open gap: the guest ran 9–51 % faster (raid6 4.66–5.07 MiB/s, raid5
-/// 5.04–6.38, in five runs, the fastest in a fresh clone's CI; the simulator 4.26 and
+/// under-predicts, an open gap: the guest ran 9–51 % faster (raid6 4.66–5.55 MiB/s, raid5
+/// 5.04–6.38, in seven runs, the fastest in a fresh clone's CI; the simulator 4.26 and
 /// 4.23), so it is held on one side only — the guest no more than 15 % below the
 /// simulator — and, as every case, below the members' media rate. One trace of the
 /// guest's raid5 showed lumps of the stripe cache read (1,016 KiB and 230–350 KiB on each
@@ -1604,7 +1604,7 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
             );
             continue;
         }
-        // raid1: the guest 7–15 % above the simulator in five recorded runs; a fresh
+        // raid1: the guest 6–15 % above the simulator in six recorded runs; a fresh
         // clone's CI ran raid5 an eighth faster than any other run, so raid1 gets room
         // above too.
         bracketed(
