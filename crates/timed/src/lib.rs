@@ -137,7 +137,6 @@ impl TimedMember {
         }
         // Bound here, before qemu is started, whichever the transport.
         let listener = UnixListener::bind(&spec.socket).map_err(at(&spec.socket))?;
-        listener.set_nonblocking(true).map_err(at(&spec.socket))?;
 
         let live = Arc::new(Mutex::new(Live::default()));
         let (tx, rx) = channel::<Command>();
@@ -162,13 +161,16 @@ impl TimedMember {
         let size = spec.size;
         let s = stop.clone();
         let (acceptor, vhost) = match &spec.transport {
-            Transport::Nbd => (
-                std::thread::spawn(move || accept(listener, file, size, tx, s)),
-                None,
-            ),
+            Transport::Nbd => {
+                // The acceptor polls, so that it sees `stop` between connections.
+                listener.set_nonblocking(true).map_err(at(&spec.socket))?;
+                (
+                    std::thread::spawn(move || accept(listener, file, size, tx, s)),
+                    None,
+                )
+            }
             Transport::VhostUser { serial } => {
                 let blk = vhost_blk::Blk::new(file, size, serial.clone(), tx);
-                listener.set_nonblocking(false).map_err(at(&spec.socket))?;
                 let b = blk.clone();
                 (
                     std::thread::spawn(move || vhost_serve(listener, b)),

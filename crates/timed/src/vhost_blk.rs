@@ -115,6 +115,13 @@ fn serial_bytes(serial: &str) -> [u8; 20] {
 
 type Memory = GuestMemoryAtomic<GuestMemoryMmap>;
 
+/// Hand the request at `head` back to the guest, `written` bytes of it written (its status
+/// byte included), and interrupt it.
+fn give_back(vring: &VringRwLock, head: u16, written: u64) {
+    let _ = vring.add_used(head, written as u32);
+    let _ = vring.signal_used_queue();
+}
+
 struct Inner {
     file: Arc<File>,
     size: u64,
@@ -194,10 +201,7 @@ impl Blk {
         let writable: Vec<_> = segments.iter().filter(|s| s.2).collect();
         // A request the guest's driver never makes (nowhere to put the status, a
         // descriptor outside its memory) goes back unanswered, so the ring does not leak.
-        let malformed = || {
-            let _ = vring.add_used(head, 0);
-            let _ = vring.signal_used_queue();
-        };
+        let malformed = || give_back(vring, head, 0);
         let mut input = Vec::new();
         for &&(addr, len, _) in &readable {
             let start = input.len();
@@ -224,8 +228,7 @@ impl Blk {
         let data_in: u64 = out_segments.iter().map(|s| s.1).sum();
         let answer = |status: u8, used: u64| {
             let _ = m.write_slice(&[status], status_at);
-            let _ = vring.add_used(head, (used + 1) as u32);
-            let _ = vring.signal_used_queue();
+            give_back(vring, head, used + 1);
         };
         let Some((kind, sector)) = header(&input) else {
             return answer(S_IOERR, 0);
@@ -292,10 +295,7 @@ impl Blk {
             kind: what,
             offset,
             len,
-            reply: Box::new(move || {
-                let _ = v.add_used(head, (used + 1) as u32);
-                let _ = v.signal_used_queue();
-            }),
+            reply: Box::new(move || give_back(&v, head, used + 1)),
         };
         let sent = self
             .0
