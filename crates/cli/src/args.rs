@@ -285,6 +285,10 @@ pub struct SimArgs {
     /// Simulated run time.
     #[arg(long, default_value = "30s", value_parser = parsed::<Nanos>)]
     pub runtime: Nanos,
+    /// Time run before measuring starts (fio's ramp_time), e.g. to leave a rebuild's
+    /// start out of its figures.
+    #[arg(long, default_value = "0s", value_parser = parsed::<Nanos>)]
+    pub ramp: Nanos,
     /// Read percentage for randrw / rw.
     #[arg(long, default_value_t = 50)]
     pub rwmixread: u8,
@@ -297,6 +301,11 @@ pub struct SimArgs {
     /// Output: csv (the export columns), json (raidlab's row), fio-json (fio's own format).
     #[arg(long, value_enum, default_value_t = SimFormat::Csv)]
     pub format: SimFormat,
+    /// Also write every command the simulated members were handed to FILE, as CSV: when
+    /// queued and completed (seconds from the start), member, R or W, offset, bytes, and
+    /// who sent it (host, sync, bitmap) — to set beside a blktrace of a real array
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
 }
 
 /// What `raidlab sim` prints.

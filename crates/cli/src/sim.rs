@@ -22,7 +22,13 @@ pub fn sim(a: SimArgs) -> Result<()> {
     } else {
         raidlab_sim::Start::InService
     };
-    let out = raidlab_sim::simulate_from(case, a.seed, start)?;
+    let out = match &a.trace {
+        Some(_) => raidlab_sim::simulate_traced(case, a.seed, start)?,
+        None => raidlab_sim::simulate_from(case, a.seed, start)?,
+    };
+    if let (Some(path), Some(commands)) = (&a.trace, &out.trace) {
+        write_trace(path, commands)?;
+    }
     let mut stdout = std::io::stdout().lock();
     match a.format {
         SimFormat::FioJson => stdout.write_all(out.fio_json.as_bytes())?,
@@ -53,6 +59,21 @@ pub fn sim(a: SimArgs) -> Result<()> {
             stdout.write_all(&raidlab_report::export(&[row], format, "sim"))?;
         }
     }
+    Ok(())
+}
+
+/// Write the members' commands to `path` as CSV (`--trace`).
+fn write_trace(path: &Path, commands: &[raidlab_sim::engine::MemberCommand]) -> Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| {
+        anyhow!(
+            "--trace {}: cannot create it ({e}); give a path in a directory you can write",
+            path.display()
+        )
+    })?;
+    let mut w = std::io::BufWriter::new(file);
+    raidlab_sim::engine::write_trace_csv(commands, &mut w)
+        .and_then(|()| w.flush())
+        .map_err(|e| anyhow!("--trace {}: writing failed ({e})", path.display()))?;
     Ok(())
 }
 
@@ -114,6 +135,7 @@ fn plan(a: &SimArgs) -> Result<Plan> {
         .workload("numjobs", a.numjobs)
         .workload("size", a.size.to_fio())
         .workload("runtime", a.runtime.to_fio())
+        .workload("ramp", a.ramp.to_fio())
         .workload("rwmixread", a.rwmixread);
     if let Some(r) = &a.rate_iops {
         b.workload_fio("rate_iops", r.as_str());

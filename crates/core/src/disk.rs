@@ -67,6 +67,13 @@ pub struct HddParams {
     /// as real drives do (docs/simulator.md, "Reordering").
     #[serde(default = "default_reorder_noise")]
     pub reorder_noise: f64,
+    /// Scatter-gather segments the port's driver takes in one command (its
+    /// `sg_tablesize`: a SATA port's AHCI driver 168, `AHCI_MAX_SG` in
+    /// `drivers/ata/ahci.h`). md's stripe and sync buffers are separate 4 KiB pages, one
+    /// segment each, so this bounds the requests the block layer merges of them below
+    /// `max_sectors_kb` (168 pages: 672 KiB). 0: no bound but `max_sectors_kb`.
+    #[serde(default)]
+    pub max_segments: u32,
 }
 
 fn default_cache_commands() -> u32 {
@@ -97,6 +104,13 @@ pub struct SsdParams {
     pub read_mb_s: f64,
     pub write_mb_s: f64,
     pub queue_depth: u32,
+    /// Scatter-gather segments the port's driver takes in one command (its
+    /// `sg_tablesize`: a SATA port's AHCI driver 168, `AHCI_MAX_SG` in
+    /// `drivers/ata/ahci.h`). md's stripe and sync buffers are separate 4 KiB pages, one
+    /// segment each, so this bounds the requests the block layer merges of them below
+    /// `max_sectors_kb` (168 pages: 672 KiB). 0: no bound but `max_sectors_kb`.
+    #[serde(default)]
+    pub max_segments: u32,
 }
 
 /// A token bucket with the semantics of qemu's `throttling.*` drive options, in front of
@@ -134,6 +148,10 @@ impl ThrottleParams {
         }
     }
 }
+
+/// Segments qemu's virtio-blk takes in one request (`seg_max`: its queue of 256
+/// descriptors less the header's and the status's).
+pub const VIRTIO_SEGMENTS: u32 = 254;
 
 /// The kinds of disk model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -308,6 +326,16 @@ impl DiskModel {
                 )
             }
             DiskKind::Throttle(p) => positive("queue_depth", p.queue_depth > 0),
+        }
+    }
+
+    /// The segments a member command takes at most, where the model bounds them
+    /// (`max_segments`; a `throttle` model is a VM lab disk, qemu's virtio-blk: 254).
+    pub fn max_segments(&self) -> Option<u32> {
+        match &self.kind {
+            DiskKind::Hdd(p) => (p.max_segments > 0).then_some(p.max_segments),
+            DiskKind::Ssd(p) => (p.max_segments > 0).then_some(p.max_segments),
+            DiskKind::Throttle(_) => Some(VIRTIO_SEGMENTS),
         }
     }
 

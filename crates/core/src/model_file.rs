@@ -54,6 +54,11 @@ pub fn presets() -> &'static [DiskModel] {
     })
 }
 
+/// Parameters a model file may leave out without a `base`: they came after files were
+/// written, and leaving one out means what those files meant (`max_segments`: no bound
+/// but `max_sectors_kb`).
+const OPTIONAL: &[&str] = &["max_segments"];
+
 /// Whether a `model` value names a file rather than a preset.
 pub fn is_model_file(model: &str) -> bool {
     model.ends_with(".toml")
@@ -299,7 +304,7 @@ impl Reader<'_> {
         }
         let missing: Vec<&str> = names
             .iter()
-            .filter(|n| root.get(n).is_none())
+            .filter(|n| root.get(n).is_none() && !OPTIONAL.contains(&n.as_str()))
             .map(String::as_str)
             .collect();
         if !has_base && !missing.is_empty() {
@@ -383,6 +388,34 @@ mod tests {
         assert_eq!(
             m.capacity(),
             DiskModel::preset("hdd-7200").unwrap().capacity()
+        );
+    }
+
+    /// `max_segments` came after model files were written: a file without it still reads,
+    /// as a port bound by `max_sectors_kb` alone (the presets too); a file may set a SATA
+    /// port's 168; a throttle model (the VM lab's virtio-blk) takes 254.
+    #[test]
+    fn a_model_file_may_leave_max_segments_out() {
+        let preset = DiskModel::preset("hdd-7200").unwrap();
+        assert_eq!(preset.max_segments(), None);
+        let text = preset.to_toml("");
+        let old: String = text
+            .lines()
+            .filter(|l| !l.starts_with("max_segments"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(!old.contains("max_segments"), "{old}");
+        let m = DiskModel::from_toml(&old, Path::new("old.toml")).unwrap();
+        assert_eq!(m.max_segments(), None);
+        let sata = DiskModel::from_toml(
+            &format!("{old}max_segments = 168\n"),
+            Path::new("sata.toml"),
+        )
+        .unwrap();
+        assert_eq!(sata.max_segments(), Some(168));
+        assert_eq!(
+            DiskModel::preset("throttle-75").unwrap().max_segments(),
+            Some(crate::disk::VIRTIO_SEGMENTS)
         );
     }
 }

@@ -66,6 +66,9 @@ pub struct SimOutput {
     pub resync_ran: bool,
     /// A rebuilding case's recovery.
     pub rebuild: Option<RebuildFigures>,
+    /// Every command the members were handed, in order ([`simulate_traced`]; `None`
+    /// otherwise).
+    pub trace: Option<Vec<engine::MemberCommand>>,
 }
 
 impl SimOutput {
@@ -113,6 +116,8 @@ struct Runs {
     stripe_cache: Option<u64>,
     /// Run the layout pass of this many 1 MiB writes instead of the case.
     lay_out: Option<u64>,
+    /// Record every member command ([`SimOutput::trace`]).
+    trace: bool,
 }
 
 /// Run the engine on the case's disk model.
@@ -121,20 +126,18 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
     macro_rules! go {
         ($make:expr) => {{
             let mut e = Engine::new(case, how.member, seed, $make);
-            // virtio-blk's segments bound the requests md's merged page buffers make on
-            // the VM lab's members: raid5/6's stripe pages one page a bio, raid1/10's sync
-            // buffers 16 (other members: `max_sectors_kb` alone).
-            if matches!(model.kind, DiskKind::Throttle(_)) {
+            // The port's segments bound the requests md's merged page buffers make on a
+            // member (`max_segments`: a SATA port's 168, the VM lab's virtio-blk 254):
+            // raid5/6's stripe pages one page a bio, raid1/10's sync buffers 16 (other
+            // members: `max_sectors_kb` alone).
+            if let Some(segments) = model.max_segments() {
                 let bio_pages = match case.array.level {
                     raidlab_core::Level::Raid1 | raidlab_core::Level::Raid10 => {
                         resync::MIRROR_BUFFER / 4096
                     }
                     _ => 1,
                 };
-                e = e.merge_max(engine::segment_merge_max(
-                    engine::VIRTIO_SEGMENTS,
-                    bio_pages,
-                ));
+                e = e.merge_max(engine::segment_merge_max(u64::from(segments), bio_pages));
             }
             if let Some(at) = how.rebuild_from {
                 e = e.rebuild_from(at);
@@ -144,6 +147,9 @@ fn run_engine(case: &Case, model: &DiskModel, seed: u64, how: Runs) -> SimRun {
             }
             if let Some(ios) = how.lay_out {
                 e = e.lay_out(ios);
+            }
+            if how.trace {
+                e = e.traced();
             }
             if how.idle {
                 e.idle().run()
@@ -177,6 +183,7 @@ pub fn engine_run(case: &Case, seed: u64) -> SimRun {
             idle: false,
             stripe_cache: None,
             lay_out: None,
+            trace: false,
         },
     )
 }
@@ -230,6 +237,7 @@ pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) ->
             idle: false,
             stripe_cache: None,
             lay_out: Some(ios),
+            trace: false,
         },
     );
     run.stripe_heads
@@ -301,6 +309,7 @@ fn full_rebuild_from(
                     idle,
                     stripe_cache,
                     lay_out: None,
+                    trace: false,
                 },
             );
             let sync = run.sync.expect("a rebuilding case recovers");
@@ -325,6 +334,16 @@ pub fn simulate(case: &Case, seed: u64) -> Result<SimOutput, SimError> {
 
 /// Simulate one case with a seed, on an array that starts as `start` says.
 pub fn simulate_from(case: &Case, seed: u64, start: Start) -> Result<SimOutput, SimError> {
+    simulate_with(case, seed, start, false)
+}
+
+/// [`simulate_from`], recording every command the members were handed during the case's
+/// run ([`SimOutput::trace`]; the runs that extrapolate a full rebuild are not traced).
+pub fn simulate_traced(case: &Case, seed: u64, start: Start) -> Result<SimOutput, SimError> {
+    simulate_with(case, seed, start, true)
+}
+
+fn simulate_with(case: &Case, seed: u64, start: Start, trace: bool) -> Result<SimOutput, SimError> {
     let model = resolve_model(case)?;
     let member: Bytes = case.disks.span.unwrap_or(model.capacity());
     let stripe_cache = match start {
@@ -341,6 +360,7 @@ pub fn simulate_from(case: &Case, seed: u64, start: Start) -> Result<SimOutput, 
             idle: false,
             stripe_cache,
             lay_out: None,
+            trace,
         },
     );
     // A re-added member's rebuild is what its bitmap flagged, not the whole member: its
@@ -383,5 +403,6 @@ pub fn simulate_from(case: &Case, seed: u64, start: Start) -> Result<SimOutput, 
         model,
         resync_ran: run.resync_ran,
         rebuild,
+        trace: run.trace,
     })
 }

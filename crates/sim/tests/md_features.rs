@@ -409,12 +409,24 @@ fn a_multi_stripe_write_reaches_each_member_as_one_command() {
         "{per_write:.2} member writes per 1 MiB write (eight stripes × four members unmerged: 32)"
     );
     // Sixteen in flight: raid5d handles the stripes of the writes that reach it while it
-    // works under one plug, so a member's command carries more than one host write's part.
+    // works under one plug, so a member's command carries more than one host write's part
+    // (up to `max_sectors_kb`'s 1,280 KiB); a SATA port's 168 segments (`max_segments =
+    // 168`: 672 KiB of stripe pages) take one part of 512 KiB, not two.
     let deep = seq.replace("iodepth = 1", "iodepth = 16");
     let (_, _, per_deep) = writes(&case(4, arrays, &deep));
     assert!(
         per_deep < 3.0,
         "{per_deep:.2} member writes per 1 MiB write at QD16 (one host write's: 4)"
+    );
+    let sata_port = common::one_case(
+        "count = 4\nmodel = \"hdd-7200-500g-2010\"\n[disks.params]\nmax_segments = 168",
+        &format!("write_cache = \"off\"\n{arrays}"),
+        &deep,
+    );
+    let (_, _, per_sata) = writes(&sata_port);
+    assert!(
+        (per_sata - 4.0).abs() < 0.1,
+        "{per_sata:.2} member writes per 1 MiB write at QD16 on a SATA port"
     );
     // A 4 KiB random write: its data and both parities, read first (3 + 3).
     let small = "rw = \"randwrite\"\nbs = \"4k\"\niodepth = 1\nsize = \"1g\"\nruntime = \"10s\"";

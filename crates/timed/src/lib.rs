@@ -170,7 +170,8 @@ impl TimedMember {
                 )
             }
             Transport::VhostUser { serial } => {
-                let blk = vhost_blk::Blk::new(file, size, serial.clone(), tx);
+                let seg_max = spec.model.max_segments().unwrap_or(vhost_blk::SEG_MAX);
+                let blk = vhost_blk::Blk::new(file, size, serial.clone(), seg_max, tx);
                 let b = blk.clone();
                 (
                     std::thread::spawn(move || vhost_serve(listener, b)),

@@ -10,8 +10,10 @@
 //! interrupt but an eventfd.
 //!
 //! The device is what qemu's own virtio-blk offers the lab's guest: two queues of 256
-//! descriptors (one per vCPU), 254 segments a request, indirect descriptors, flushes and
-//! discards, and the serial the lab finds its members by (`GET_ID`). The request format is
+//! descriptors (one per vCPU), 254 segments a request (or the model's `max_segments`: a
+//! SATA model's 168, so the guest merges md's pages into requests no larger than on that
+//! port), indirect descriptors, flushes and discards, and the serial the lab finds its
+//! members by (`GET_ID`). The request format is
 //! the virtio specification's (`virtio-v1.2`, 5.2 Block Device).
 
 use crate::clock::{Command, Kind};
@@ -33,7 +35,10 @@ use vmm_sys_util::event::{
 /// Queues, and descriptors a queue: what qemu's virtio-blk gives a guest of two vCPUs.
 pub const QUEUES: usize = 2;
 pub const QUEUE_SIZE: usize = 256;
-/// Segments a request: the queue size less the header's and the status's descriptors.
+/// Segments a request at most: the queue size less the header's and the status's
+/// descriptors (what qemu's virtio-blk offers). A member whose model bounds its segments
+/// (`max_segments`: a SATA port's 168) offers that instead, so the guest's block layer
+/// builds requests as large as on the port the model stands for.
 pub const SEG_MAX: u32 = QUEUE_SIZE as u32 - 2;
 
 // Feature bits (virtio-v1.2 5.2.3, 6).
@@ -61,10 +66,10 @@ const MAX_DISCARD_SEG: u32 = 1;
 
 /// The device's configuration space (`struct virtio_blk_config`), little-endian, as far
 /// as the offered features reach.
-pub fn config(size: u64) -> Vec<u8> {
+pub fn config(size: u64, seg_max: u32) -> Vec<u8> {
     let mut c = vec![0u8; 60];
     c[0..8].copy_from_slice(&(size >> 9).to_le_bytes());
-    c[12..16].copy_from_slice(&SEG_MAX.to_le_bytes());
+    c[12..16].copy_from_slice(&seg_max.clamp(1, SEG_MAX).to_le_bytes());
     c[20..24].copy_from_slice(&512u32.to_le_bytes());
     c[34..36].copy_from_slice(&(QUEUES as u16).to_le_bytes());
     c[36..40].copy_from_slice(&MAX_DISCARD_SECTORS.to_le_bytes());
@@ -126,6 +131,8 @@ struct Inner {
     file: Arc<File>,
     size: u64,
     serial: String,
+    /// Segments a request ([`SEG_MAX`] or fewer).
+    seg_max: u32,
     mem: Mutex<Option<Memory>>,
     /// The member's clock; taken away when the member stops, which lets the clock end.
     commands: Mutex<Option<Sender<Command>>>,
@@ -136,11 +143,18 @@ struct Inner {
 pub struct Blk(Arc<Inner>);
 
 impl Blk {
-    pub fn new(file: Arc<File>, size: u64, serial: String, commands: Sender<Command>) -> Blk {
+    pub fn new(
+        file: Arc<File>,
+        size: u64,
+        serial: String,
+        seg_max: u32,
+        commands: Sender<Command>,
+    ) -> Blk {
         Blk(Arc::new(Inner {
             file,
             size,
             serial,
+            seg_max,
             mem: Mutex::new(None),
             commands: Mutex::new(Some(commands)),
         }))
@@ -345,7 +359,7 @@ impl VhostUserBackend for Blk {
     }
 
     fn get_config(&self, offset: u32, size: u32) -> Vec<u8> {
-        let c = config(self.0.size);
+        let c = config(self.0.size, self.0.seg_max);
         let mut out = vec![0u8; size as usize];
         let from = (offset as usize).min(c.len());
         let n = (c.len() - from).min(out.len());
@@ -378,9 +392,13 @@ mod tests {
 
     #[test]
     fn config_space_says_what_the_guest_gets() {
-        let c = config(4 << 30);
+        let c = config(4 << 30, SEG_MAX);
         assert_eq!(u64::from_le_bytes(c[0..8].try_into().unwrap()), 8 << 20);
         assert_eq!(u32::from_le_bytes(c[12..16].try_into().unwrap()), 254);
+        // A SATA model's 168; never more than the queue holds.
+        let seg = |c: Vec<u8>| u32::from_le_bytes(c[12..16].try_into().unwrap());
+        assert_eq!(seg(config(4 << 30, 168)), 168);
+        assert_eq!(seg(config(4 << 30, 4096)), 254);
         assert_eq!(u32::from_le_bytes(c[20..24].try_into().unwrap()), 512);
         assert_eq!(u16::from_le_bytes(c[34..36].try_into().unwrap()), 2);
     }

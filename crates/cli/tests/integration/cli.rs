@@ -174,6 +174,75 @@ fn bad_plans_name_file_line_field_and_fix() {
         )));
 }
 
+/// `raidlab sim --trace FILE`: every command the members were handed, as CSV with a header;
+/// a rebuilding raid5's trace holds the workload's reads and md's sync (reads of the
+/// survivors, writes of the fresh member), each completed after it was queued. A path
+/// that cannot be written is an error naming the flag, and no result is printed.
+#[test]
+fn sim_writes_the_members_trace() {
+    let _machine = raidlab_testkit::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.csv");
+    let args = [
+        "sim",
+        "--disks",
+        "4",
+        "--level",
+        "raid5",
+        "--state",
+        "rebuilding",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "3s",
+        "--trace",
+    ];
+    raidlab()
+        .args(args)
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(",sim,md,raid5,"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("queued_s,done_s,member,op,offset,bytes,source")
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 7, "{line}");
+        let queued: f64 = f[0].parse().unwrap();
+        if !f[1].is_empty() {
+            assert!(f[1].parse::<f64>().unwrap() >= queued, "{line}");
+        }
+        let member: u32 = f[2].parse().unwrap();
+        assert!(member < 4, "{line}");
+        assert!(f[5].parse::<u64>().unwrap() > 0, "{line}");
+        if f[6] == "sync" {
+            // md recovers the last member: it alone is written, the survivors read.
+            assert_eq!(f[3] == "W", member == 3, "{line}");
+        }
+        seen.insert((f[3].to_string(), f[6].to_string()));
+    }
+    for want in [("R", "host"), ("R", "sync"), ("W", "sync")] {
+        assert!(
+            seen.contains(&(want.0.to_string(), want.1.to_string())),
+            "no {want:?} in the trace"
+        );
+    }
+    raidlab()
+        .args(args)
+        .arg(dir.path().join("no/such/dir/trace.csv"))
+        .assert()
+        .failure()
+        .stdout(predicate::str::is_empty())
+        .stderr(
+            predicate::str::contains("--trace").and(predicate::str::contains("cannot create it")),
+        );
+}
+
 #[test]
 fn sim_prints_one_csv_row() {
     let _machine = raidlab_testkit::shared();

@@ -11,6 +11,9 @@ impl<D: Member> Engine<D> {
         let end = self.done.len();
         for i in base..end {
             let tag = self.done[i];
+            if self.trace.is_some() {
+                self.trace_done(tag);
+            }
             if self.adapter.limited() {
                 self.adapter_release();
             }
@@ -38,6 +41,9 @@ impl<D: Member> Engine<D> {
     /// Hand a command to member `disk` now.
     #[inline]
     pub(super) fn device_submit(&mut self, disk: u32, op: MemberOp) {
+        if self.trace.is_some() {
+            self.trace_queued(disk, &op);
+        }
         let now = self.now;
         let (device, mut out) = self.member(disk);
         device.submit(now, op, &mut out);

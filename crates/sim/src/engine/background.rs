@@ -18,10 +18,6 @@ const FIO_WINS_THE_RACE: f64 = 0.6;
 /// segments ([`segment_merge_max`]).
 pub const MERGE_MAX: u64 = 1280 << 10;
 
-/// Segments a VM-lab member (qemu's virtio-blk, the `throttle` models) takes in one
-/// request: `seg_max`, the queue size less 2.
-pub const VIRTIO_SEGMENTS: u64 = 254;
-
 /// The largest request a member whose driver takes `segments` segments builds of md's
 /// merged page buffers, each 4 KiB page one segment and each bio merged whole: `bio_pages`
 /// pages a bio, and never more than [`MERGE_MAX`]. raid5/6's stripe pages go one per bio:
@@ -29,8 +25,8 @@ pub const VIRTIO_SEGMENTS: u64 = 254;
 /// docs/vm-lab.md stop there exactly). raid1/10's sync buffers are 16 pages each: 15 of
 /// them on virtio-blk, 960 KiB (the guest's raid1 recovery requests stop at 15 buffers in
 /// 208 of 747, at 20 — where enough of their pages happened to be adjacent — in 75).
-/// Other members are held to `max_sectors_kb` alone (a SATA port's AHCI driver takes 168
-/// segments: not modelled).
+/// A SATA port's AHCI driver takes 168 segments: 672 KiB of stripe pages, 640 KiB of
+/// sync buffers (the disk model's `max_segments`).
 pub const fn segment_merge_max(segments: u64, bio_pages: u64) -> u64 {
     let bytes = segments / bio_pages * bio_pages * 4096;
     if bytes < MERGE_MAX {

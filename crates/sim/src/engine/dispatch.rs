@@ -5,7 +5,7 @@
 use super::*;
 
 /// The tag of a command the plug merged: the index of the tags it completes.
-const MERGED: u64 = 1 << 63;
+pub(super) const MERGED: u64 = 1 << 63;
 
 impl<D: Member> Engine<D> {
     pub(super) fn dispatch(&mut self, host: u32, write: bool, offset: u64, len: u64) {

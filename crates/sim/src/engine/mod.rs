@@ -32,10 +32,12 @@ use std::collections::{HashMap, VecDeque};
 
 mod adapter;
 mod background;
-pub use background::{segment_merge_max, MERGE_MAX, VIRTIO_SEGMENTS};
+pub use background::{segment_merge_max, MERGE_MAX};
 mod dispatch;
 mod stripes;
 mod submit;
+mod trace;
+pub use trace::{write_csv as write_trace_csv, MemberCommand, Source};
 
 /// How long md holds a partial-stripe write hoping the rest of the stripe arrives
 /// (the block layer's unplug, roughly), unless full-stripe writes are in flight.
@@ -245,6 +247,8 @@ pub struct SimRun {
     /// raid5/6: the heads it started with (more than `stripe_cache_size` after a layout
     /// pass).
     pub stripe_heads_at_start: Option<u64>,
+    /// Every member command, when the run was traced ([`Engine::traced`]).
+    pub trace: Option<Vec<MemberCommand>>,
 }
 
 /// How far a sync got in a run.
@@ -648,6 +652,8 @@ pub struct Engine<D> {
     merged_free: Vec<u32>,
     /// Per member, the held command a contiguous one would join (scratch for `unplug`).
     plug_last: Vec<usize>,
+    /// Every member command, when asked for ([`Engine::traced`]).
+    trace: Option<Box<trace::Trace>>,
 }
 
 /// The event queue as a device sees it: its wake-ups become `Ev::Dev` events of its disk,
@@ -943,6 +949,7 @@ impl<D: Member> Engine<D> {
             merged: Vec::new(),
             merged_free: Vec::new(),
             plug_last: Vec::new(),
+            trace: None,
             adapter: Adapter {
                 slots: case.disks.host_queue.unwrap_or(u32::MAX),
                 busy: 0,
@@ -1119,6 +1126,7 @@ impl<D: Member> Engine<D> {
                     per_sec: self.sync_per_sec.clone(),
                 }
             }),
+            trace: self.trace.map(|t| t.commands),
         }
     }
 }
