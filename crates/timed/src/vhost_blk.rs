@@ -40,6 +40,9 @@ pub const QUEUE_SIZE: usize = 256;
 /// (`max_segments`: a SATA port's 168) offers that instead, so the guest's block layer
 /// builds requests as large as on the port the model stands for.
 pub const SEG_MAX: u32 = QUEUE_SIZE as u32 - 2;
+// The simulator's figure for a virtio-blk member (a `throttle` model's, and md's requests
+// on it) is this device's: one fact, held so at compile time.
+const _: () = assert!(SEG_MAX == raidlab_core::disk::VIRTIO_SEGMENTS);
 
 // Feature bits (virtio-v1.2 5.2.3, 6).
 const F_SEG_MAX: u64 = 1 << 2;
