@@ -297,13 +297,13 @@ fn a_raid1_recovery_sends_its_free_buffers_split_at_the_members_limit() {
 }
 
 /// A raid5 recovery on members behind a SATA port (`max_segments = 168`, `AHCI_MAX_SG`):
-/// md's stripe pages are one segment each, so no sync request the members are handed is
-/// above 672 KiB (the simulator's sync goes in 128 KiB windows: 640 KiB), and the lumps of
-/// the stripe cache go as several requests, the fresh member writing one while the
-/// survivors read the next (`raidlab sim --trace`). Behind virtio-blk (254) the requests
-/// reach 896 KiB, and with no bound but `max_sectors_kb` (the presets) 1 MiB, the whole
-/// cache read and then written in turn: the recovery is slower for each (docs/vm-lab.md:
-/// the guest agreed at 168 and 254, 2026-12-07). Every traced command completes after it
+/// md's stripe pages are one segment each, so the block layer fills a sync request to
+/// 672 KiB and starts the next with the rest of the window, and the lumps of the stripe
+/// cache go as several requests, the fresh member writing one while the survivors read
+/// the next (`raidlab sim --trace`). Behind virtio-blk (254) the requests reach 1,016 KiB,
+/// and with no bound but `max_sectors_kb` (the presets) the cache's 256 heads go as one
+/// 1 MiB request, read and then written in turn: the recovery is slower for each
+/// (docs/vm-lab.md: the guest's requests stop at 672 and 1,016 KiB, 2026-12-07). Every traced command completes after it
 /// was queued, and what the fresh member wrote is what md synced.
 #[test]
 fn a_parity_recovery_reaches_the_members_in_requests_their_port_takes() {
@@ -340,8 +340,8 @@ fn a_parity_recovery_reaches_the_members_in_requests_their_port_takes() {
     let (sata, sata_written, sata_rate) = largest(&run("max_segments = 168"));
     let (virtio, _, virtio_rate) = largest(&run("max_segments = 254"));
     let (unbound, _, unbound_rate) = largest(&run(""));
-    assert_eq!(sata, 640 << 10, "SATA: 5 windows of 128 KiB");
-    assert_eq!(virtio, 896 << 10, "virtio-blk: 7 windows");
+    assert_eq!(sata, 672 << 10, "SATA: 168 pages");
+    assert_eq!(virtio, 1016 << 10, "virtio-blk: 254 pages");
     assert!(
         (1 << 20..=1280 << 10).contains(&unbound),
         "max_sectors_kb: the cache's 256 heads and more at once, {unbound} B"

@@ -26,7 +26,9 @@ pub const MERGE_MAX: u64 = 1280 << 10;
 /// them on virtio-blk, 960 KiB (the guest's raid1 recovery requests stop at 15 buffers in
 /// 208 of 747, at 20 — where enough of their pages happened to be adjacent — in 75).
 /// A SATA port's AHCI driver takes 168 segments: 672 KiB of stripe pages, 640 KiB of
-/// sync buffers (the disk model's `max_segments`).
+/// sync buffers (the disk model's `max_segments`). raid5/6's sync fills each request to
+/// this wherever it falls in a window ([`Engine::resync_go`]); raid1/10's goes in whole
+/// windows.
 pub const fn segment_merge_max(segments: u64, bio_pages: u64) -> u64 {
     let bytes = segments / bio_pages * bio_pages * 4096;
     if bytes < MERGE_MAX {
@@ -113,9 +115,10 @@ impl<D: Member> Engine<D> {
             if !r.can_issue() || self.barrier.window.is_some() {
                 break;
             }
-            // A full request goes first.
+            // A full request goes first (raid1/10: their sync buffers whole; raid5/6's
+            // pages are cut below, at the request's last page).
             if let Some((at, l)) = group {
-                if !merges || l + r.next_len() > largest {
+                if !merges || (!in_cache && l + r.next_len() > largest) {
                     self.resync_window(at, l);
                     group = None;
                     continue;
@@ -149,6 +152,16 @@ impl<D: Member> Engine<D> {
                 }
                 None => Some((offset, len)),
             };
+            // raid5/6's stripes reach a member a page a bio, so the block layer fills a
+            // request to its last segment and the rest of the window starts the next (the
+            // VM lab's recovery requests: 672 KiB on 168 segments, 1,016 on virtio's 254).
+            if in_cache && merges {
+                self.sync_windows.insert(offset, (len, len));
+                while let Some((at, l)) = group.filter(|&(_, l)| l >= largest) {
+                    self.resync_window(at, largest);
+                    group = (l > largest).then_some((at + largest, l - largest));
+                }
+            }
             look = self.resync.as_mut().expect("resync").look_due();
         }
         if let Some((at, len)) = group {
@@ -178,6 +191,33 @@ impl<D: Member> Engine<D> {
             submitted[d as usize] = (bytes >> 9) as i64;
         }
         submitted
+    }
+
+    /// A raid5/6 sync request of the member range `offset`, `len` completed: the windows
+    /// it finished (their last bytes were in it), and the stripe heads it gives back — a
+    /// head a row it carried, as md frees a stripe when its write completes, and the
+    /// heads a short last window took beyond its rows.
+    pub(super) fn sync_windows_done(&mut self, offset: u64, len: u64) -> (u64, u64) {
+        let end = offset + len;
+        let first = self
+            .sync_windows
+            .range(..=offset)
+            .next_back()
+            .map_or(offset, |(&at, _)| at);
+        let mut done = Vec::new();
+        for (&at, (left, whole)) in self.sync_windows.range_mut(first..end) {
+            let overlap = (at + *whole).min(end) - at.max(offset);
+            *left -= overlap;
+            if *left == 0 {
+                done.push((at, *whole));
+            }
+        }
+        let mut heads = len / ROW;
+        for &(at, whole) in &done {
+            self.sync_windows.remove(&at);
+            heads += WINDOW_ROWS - whole.div_ceil(ROW);
+        }
+        (done.len() as u64, heads)
     }
 
     /// Whether md's sync takes raid5/6 stripe heads: [`WINDOW_ROWS`] per window, from the

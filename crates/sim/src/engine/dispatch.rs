@@ -502,23 +502,32 @@ impl<D: Member> Engine<D> {
                 return;
             }
             Job::Resync => {
-                // The windows merged into this request, all done at once.
-                let len = part.phases[0].1.first().map_or(0, |p| p.len);
+                // The windows merged into this request, all done at once (raid5/6: those
+                // whose last pages these were).
+                let (offset, len) = part.phases[0]
+                    .1
+                    .first()
+                    .map_or((0, 0), |p| (p.offset, p.len));
                 let unit = self.resync.as_ref().expect("resync").pace().unit;
-                let windows = len.div_ceil(unit).max(1);
+                let whole = len.div_ceil(unit).max(1);
                 if mirror {
                     for ph in &part.phases[..2] {
                         for p in &ph.1 {
-                            self.sync_hold[p.disk as usize] -= windows as u32;
+                            self.sync_hold[p.disk as usize] -= whole as u32;
                         }
                     }
                 }
                 self.parts.release(part_id);
+                let (windows, heads) = if self.sync_windows.is_empty() {
+                    (whole, whole * background::WINDOW_ROWS)
+                } else {
+                    self.sync_windows_done(offset, len)
+                };
                 let now = self.now;
                 if now >= self.measure_from {
                     let sec = ((now - self.measure_from).0 / 1_000_000_000) as usize;
                     if let Some(b) = self.sync_per_sec.get_mut(sec) {
-                        *b += windows * unit;
+                        *b += len;
                     }
                 }
                 let passed = self.lower_barrier(windows as u32);
@@ -527,7 +536,7 @@ impl<D: Member> Engine<D> {
                     r.complete(now);
                 }
                 if self.sync_in_cache() {
-                    self.give_back_heads(windows * background::WINDOW_ROWS);
+                    self.give_back_heads(heads);
                 }
                 self.resync_go(passed);
                 return;

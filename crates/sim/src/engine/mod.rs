@@ -581,6 +581,11 @@ pub struct Engine<D> {
     cache_grows: bool,
     /// md's sync thread waits for stripe heads (raid5/6).
     sync_waits_rows: bool,
+    /// raid5/6's sync windows issued and not yet done: the bytes of each still to
+    /// complete, by the window's member offset. Their pages reach the members in requests
+    /// cut at the largest a member takes, wherever that falls in a window
+    /// ([`Engine::resync_go`]), so a window may complete in two requests.
+    sync_windows: std::collections::BTreeMap<u64, (u64, u64)>,
     /// A layout pass ([`Engine::lay_out`]): the host I/Os still to issue.
     issue_left: Option<u64>,
     blocked: VecDeque<Blocked>,
@@ -907,6 +912,7 @@ impl<D: Member> Engine<D> {
             cache_grows: stripe_cache_grows(case),
             rows_first: case.array.engine == FsEngine::Md && !before_linux_4_1(case),
             sync_waits_rows: false,
+            sync_windows: std::collections::BTreeMap::new(),
             issue_left: None,
             blocked: VecDeque::new(),
             full_writes_flying: 0,
