@@ -501,7 +501,8 @@ fn md_degraded_in_one_boot() {
 /// simulator's recoveries under md's governor run a third slower than the guest's on
 /// raid5, raid6 and raid10 (medians of three in the boot that set this test up: guest
 /// 11.65, 11.21, 3.14 MiB/s, simulator 8.48, 7.32, 2.03; 9.34, 7.97, 2.02 since md's look
-/// counts the sync md has submitted) and faster on raid1 (guest 1.72, simulator 2.40): an
+/// counts the sync md has submitted; 8.81, 7.01, 2.02 since the sync's requests are cut at
+/// the last segment, against a boot's 9.81, 8.84, 2.86) and faster on raid1 (guest 1.72, simulator 2.40): an
 /// open gap (docs/vm-lab.md, issue 17). Each case's fio `slat` (how long md held a read in
 /// `io_submit`) is exported, and under md's governor raid5/6 hold their reads there.
 #[test]
@@ -518,8 +519,9 @@ fn md_rebuild_in_one_boot() {
     const UNGOVERNED: usize = 4;
     // The last case: raid5 with `sync_speed_min` at md's maximum, so that md's governor
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
-    // requests and the members (guest 21.5-23.7 MiB/s, median 22.5, against the simulator's 21.7 with
-    // requests of at most virtio's 1,016 KiB, 26.3 at 1,280; docs/vm-lab.md). Under the
+    // requests and the members (guest 21.5-23.7 MiB/s, median 22.5, and 23.6 in a later
+    // boot, against the simulator's 21.1 with requests of virtio's 1,016 KiB, 26.3 at
+    // 1,280; docs/vm-lab.md). Under the
     // default minimum the governor's idle test decides, and there the simulator is further
     // off (below).
     let (vm, sim) = (&vm_rows[UNGOVERNED], &sim_rows[UNGOVERNED]);
@@ -557,7 +559,7 @@ fn md_rebuild_in_one_boot() {
         // raid1's and raid10's medians still move by half from boot to boot (their single
         // runs: 0.64-2.82 and 2.1-4.1 MiB/s), and raid6's single runs reached ×2.08 of the
         // simulator's 7.32 of then (8.85-15.2 MiB/s; its medians 11.21 and 12.41; the
-        // simulator now 7.97): ×2.5 there, ×2 on raid5 (8.62-13.16 against 9.34).
+        // simulator now 7.01): ×2.5 there, ×2 on raid5 (8.62-13.16 against 8.81).
         let factor = match vm["level"].as_str() {
             Some("raid1") | Some("raid10") | Some("raid6") => 2.5,
             _ => 2.0,
@@ -587,8 +589,8 @@ fn md_rebuild_in_one_boot() {
         assert!(slat > 0.5, "{}: slat {slat} ms", vm["array_label"]);
     }
     // The workload while md recovers, medians of three: guest raid6 146.2, raid5 146.8,
-    // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 158.0, 156.7, 87.9,
-    // 68.8, 131.1 (single runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9;
+    // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 157.0, 149.1, 87.9,
+    // 68.8, 134.8 (single runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9;
     // docs/vm-lab.md). Within 15 %, but raid5 and raid6 under md's governor within 25 %:
     // there the simulator's recovery is a third slow (above), which leaves its workload
     // the survivors' requests the guest's recovery takes, and the guest's split between
@@ -641,7 +643,9 @@ const SLOW_HOST_SYNC: f64 = 0.30;
 /// free 64 KiB buffer sent at once, split at virtio's 254 segments. Two runs each on the
 /// slow host of 2026-11-29 (`raidlab run PLAN --target vm`): guest raid6 7.67 and 7.78,
 /// raid5 7.67 and 7.63, raid10 6.19 and 6.72, raid1 5.90 and 5.85 MiB/s; simulator 7.88,
-/// 7.93, 7.22, 5.77 (docs/vm-lab.md). Within 15 %, raid10 within 20 %: its partner of the
+/// 7.93, 7.22, 5.77 (docs/vm-lab.md). Since the simulator cuts raid5/6's sync requests at
+/// the last segment (2026-12-07): raid6 7.38, raid5 7.37, against a boot's medians of
+/// 7.65, 7.64, 7.05 (raid10, simulator 7.28) and 5.92 (raid1, 5.70). Within 15 %, raid10 within 20 %: its partner of the
 /// lost member served 63 of the 75 a second there, so its sync, whose thread runs on the
 /// emulated CPU, paced it a little below the members.
 #[test]
@@ -1514,17 +1518,21 @@ fn timed_members_md_layouts_against_the_simulator() {
 /// The members are vhost-user block devices, answered the moment the model completes a
 /// command, and the plan gives them a SATA port's 168 segments a request (`max_segments`),
 /// which the timed members offer the guest and the simulator holds md to: both merge md's
-/// pages into requests of 672 KiB (docs/vm-lab.md). With them (2026-12-07, one boot) the guest recovered raid6 at 7.48,
-/// raid5 6.85 and raid1 7.14 MiB/s, the simulator 6.92, 6.85 and 7.39; the guest's reads
-/// 24.4, 27.9 and 28.2 a second, the simulator's 29.8, 29.9 and 29.8. Each recovery is held
-/// from 15 % below to 25 % above the simulator's (runs varied by up to a fifth at 254
-/// segments), and below the members' media rate; in four runs the guest's raid6 came 8–17 %
-/// above the simulator, raid5 0–1 %, raid1 1–5 % below. raid6's reads are held from 35 %
-/// below to 10 % above (21.1–25.8 in four runs): the guest's stripe cache starts the recovery grown
-/// by the layout pass (256 + 89–107 heads in the trace), which the simulator's array in
-/// service does not have, and more heads let the sync take more of the survivors from fio
-/// (the simulator started from the laid-out cache, `raidlab sim --layout-pass`: 25.0
-/// reads, but its recovery 10 % fast).
+/// pages into requests of 672 KiB (docs/vm-lab.md). raid1's recovery is held within 15 %
+/// of the run's simulator, its reads within 10 %.
+///
+/// raid5/6 start the recovery with the stripe cache the layout pass grew (a traced boot,
+/// 2026-12-07: raid6 256 + about 115 heads, raid5 256 + about 80; the simulator's own
+/// pass: 386 and 344), and the reads sit on an edge: four in flight keep up with 30 a
+/// second only while the sync's lumps ahead of them stay short, so a few dozen heads or a
+/// platter's angle move them by a third (the simulator from 256–450 heads over four
+/// seeds: raid6 16.9–30.0 reads). One guest run is one draw of that: in nine runs raid6
+/// recovered at 7.48–8.47 MiB/s reading 16.7–26.1 a second, and in seven raid5 6.55–7.90
+/// reading 27.3–30.0. So each is held against the simulator's spread over 12 seeds from
+/// its laid-out cache and the run's own from md's 256 heads (raid6 6.74–8.47 MiB/s,
+/// 19.1–29.3 reads; raid5 6.83–8.39, 22.0–29.9): the recovery within 15 %, the reads
+/// from 30 % below to 10 % above; and every recovery below the members' media rate
+/// (docs/vm-lab.md, "One run is one draw").
 #[test]
 fn md_rebuild_on_timed_members_against_the_simulator() {
     let Some(_g) = booting() else {
@@ -1588,33 +1596,84 @@ fn md_rebuild_on_timed_members_against_the_simulator() {
         // barely keep up: the guest's rate is held against the simulator's, not against
         // the request.
         assert!(rs <= 30.5, "{label}: the simulator read {rs:.1} IOPS of 30");
-        if v["level"] == "raid6" {
-            // The guest's raid6 sync takes more of the survivors than the simulator's
-            // (its cache grown by the layout pass, above): 21.1–25.8 reads in four runs
-            // against the simulator's 29.8. Held from 35 % below to 10 % above (open).
-            bracketed(
-                &format!("sim predicting vm, {label}'s reads under recovery"),
-                rv,
-                rs,
-                0.35,
-                0.10,
-            );
-        } else {
+        if v["level"] == "raid1" {
+            // No stripe cache: the run's simulator is the prediction.
             within(
                 &format!("sim predicting vm, {label}'s reads under recovery"),
                 rs,
                 rv,
                 0.10,
             );
+            within(
+                &format!("sim predicting vm, {label}'s recovery"),
+                a,
+                b,
+                0.15,
+            );
+            continue;
         }
-        bracketed(
-            &format!("sim predicting vm, {label}'s recovery on timed members"),
-            a,
-            b,
-            0.15,
-            0.25,
+        // raid5/6: the guest's stripe cache starts the recovery as the layout pass grew it,
+        // and four reads in flight at 30 a second sit where a few dozen heads more or a
+        // platter's angle decide whether they keep up. So the guest's one draw is held
+        // against the simulator's spread: over seeds, each started from the cache its own
+        // layout pass grew (`raidlab sim --layout-pass`), and from md's 256 heads; the
+        // recovery within 15 % of it, the reads from 30 % below its least to 10 % above
+        // its most.
+        let level = v["level"].as_str().unwrap();
+        let spread = laid_out_spread(&body, level, 12);
+        let (slo, shi) = min_max(spread.iter().map(|f| f.0));
+        let (srlo, srhi) = min_max(spread.iter().map(|f| f.1));
+        eprintln!(
+            "{label}: simulator from its laid-out cache, 12 seeds: recovery {slo:.2}–{shi:.2} \
+             MiB/s, reads {srlo:.1}–{srhi:.1}"
+        );
+        // With the run's simulator (md's 256 heads, the cache no pass grew) the spread
+        // spans every start the guest's cache can have.
+        let (lo, hi) = (slo.min(b), shi.max(b));
+        let (rlo, rhi) = (srlo.min(rs), srhi.max(rs));
+        assert!(
+            a >= lo * 0.85 && a <= hi * 1.15,
+            "sim predicting vm, {label}'s recovery: the guest's {a:.2} MiB/s outside the \
+             simulator's {lo:.2}–{hi:.2}, ±15 %"
+        );
+        assert!(
+            rv >= rlo * 0.70 && rv <= rhi * 1.10,
+            "sim predicting vm, {label}'s reads under recovery: the guest's {rv:.1} outside \
+             the simulator's {rlo:.1}–{rhi:.1}, less 30 % to plus 10 %"
         );
     }
+}
+
+/// The simulator's (recovery MiB/s, reads a second) for one level of the timed rebuild
+/// test's plan (`body`, four members), over seeds 1..=`seeds`, each run started from the
+/// stripe cache its layout pass grew (`raidlab sim --layout-pass`).
+fn laid_out_spread(body: &str, level: &str, seeds: u32) -> Vec<(f64, f64)> {
+    assert!(body.contains("max_segments = 168") && body.contains("rate_iops = 30"));
+    (1..=seeds)
+        .map(|seed| {
+            let args = format!(
+                "sim --level {level} --chunk 64k --disks 4 --disk hdd-7200 --span 4g \
+                 --disk-param outer_mb_s=10 --disk-param inner_mb_s=5 \
+                 --disk-param max_segments=168 --state rebuilding --kernel 6.15 \
+                 --write-cache off --resync assume-clean --rw randread --bs 4k --iodepth 4 \
+                 --size 128m --runtime 15s --rate-iops 30 --seed {seed} --layout-pass \
+                 --format json"
+            );
+            let o = raidlab(&args.split_whitespace().collect::<Vec<_>>());
+            assert!(o.status.success(), "{}", text(&o));
+            let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            (
+                rows[0]["rebuild_mib_s"].as_f64().unwrap(),
+                rows[0]["read_iops"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn min_max(xs: impl Iterator<Item = f64>) -> (f64, f64) {
+    xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    })
 }
 
 /// btrfs in the guest: a raid1 of four 75-IOPS members with its last device lost
