@@ -61,7 +61,14 @@ fn models() -> std::io::Result<()> {
     for m in raidlab_core::disk::presets() {
         writeln!(out, "{}\n  {}", m.name, m.source)?;
         for (k, v) in m.params() {
-            writeln!(out, "  {k:<16} {v}")?;
+            // 0 is a value a plan may write, but not a port's count: say what it means.
+            let meaning = match (k.as_str(), v.as_str()) {
+                ("max_segments", "0") => {
+                    "   (none: requests held to max_sectors_kb alone; a SATA port takes 168)"
+                }
+                _ => "",
+            };
+            writeln!(out, "  {k:<16} {v}{meaning}")?;
         }
         writeln!(out)?;
     }

@@ -392,6 +392,11 @@ fn sim_disk_params_change_the_disk_and_are_listed() {
         assert!(listed.contains(name), "{name} listed");
     }
     assert!(listed.contains("queue_depth") && listed.contains("parallel_units"));
+    // A preset with no port's segment count says what its 0 means.
+    assert!(
+        listed.contains("max_segments     0   (none: requests held to max_sectors_kb alone"),
+        "{listed}"
+    );
 }
 
 #[test]

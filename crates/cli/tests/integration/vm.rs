@@ -502,9 +502,10 @@ fn md_degraded_in_one_boot() {
 /// raid5, raid6 and raid10 (medians of three in the boot that set this test up: guest
 /// 11.65, 11.21, 3.14 MiB/s, simulator 8.48, 7.32, 2.03; 9.34, 7.97, 2.02 since md's look
 /// counts the sync md has submitted; 8.81, 7.01, 2.02 since the sync's requests are cut at
-/// the last segment, against a boot's 9.81, 8.84, 2.86) and faster on raid1 (guest 1.72, simulator 2.40): an
-/// open gap (docs/vm-lab.md, issue 17). Each case's fio `slat` (how long md held a read in
-/// `io_submit`) is exported, and under md's governor raid5/6 hold their reads there.
+/// the last segment, against a boot's 9.81, 8.84, 2.86) and faster on raid1 (guest 1.72,
+/// simulator 2.40): an open gap (docs/vm-lab.md, issue 17). Each case's fio `slat` (how
+/// long md held a read in `io_submit`) is exported, and under md's governor raid5/6 hold
+/// their reads there.
 #[test]
 fn md_rebuild_in_one_boot() {
     let Some(_g) = booting() else {
@@ -521,9 +522,8 @@ fn md_rebuild_in_one_boot() {
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
     // requests and the members (guest 21.5-23.7 MiB/s, median 22.5, and 23.6 in a later
     // boot, against the simulator's 21.1 with requests of virtio's 1,016 KiB, 26.3 at
-    // 1,280; docs/vm-lab.md). Under the
-    // default minimum the governor's idle test decides, and there the simulator is further
-    // off (below).
+    // 1,280; docs/vm-lab.md). Under the default minimum the governor's idle test decides,
+    // and there the simulator is further off (below).
     let (vm, sim) = (&vm_rows[UNGOVERNED], &sim_rows[UNGOVERNED]);
     let (a, b) = (
         vm["rebuild_mib_s"]
@@ -645,9 +645,9 @@ const SLOW_HOST_SYNC: f64 = 0.30;
 /// raid5 7.67 and 7.63, raid10 6.19 and 6.72, raid1 5.90 and 5.85 MiB/s; simulator 7.88,
 /// 7.93, 7.22, 5.77 (docs/vm-lab.md). Since the simulator cuts raid5/6's sync requests at
 /// the last segment (2026-12-07): raid6 7.38, raid5 7.37, against a boot's medians of
-/// 7.65, 7.64, 7.05 (raid10, simulator 7.28) and 5.92 (raid1, 5.70). Within 15 %, raid10 within 20 %: its partner of the
-/// lost member served 63 of the 75 a second there, so its sync, whose thread runs on the
-/// emulated CPU, paced it a little below the members.
+/// 7.65, 7.64, 7.05 (raid10, simulator 7.28) and 5.92 (raid1, 5.70). Within 15 %, raid10
+/// within 20 %: its partner of the lost member served 63 of the 75 a second there, so its
+/// sync, whose thread runs on the emulated CPU, paced it a little below the members.
 #[test]
 fn md_rebuild_under_a_light_workload() {
     let Some(_g) = booting() else {
