@@ -264,10 +264,15 @@ pub struct SimArgs {
     pub resync: Resync,
     /// Run the targets' layout pass first (1 MiB sequential writes over the test region,
     /// where the host and vm targets make it) and start with the raid5/6 stripe cache it
-    /// grew, instead of an array in service with the cache at its size (experimental: the
-    /// pass grows the cache further than Linux 6.x does; docs/simulator.md)
-    #[arg(long)]
+    /// grew. As `raidlab run`, a degraded or rebuilding array starts so anyway; this asks
+    /// for it on a healthy one too (docs/simulator.md, "The layout pass")
+    #[arg(long, conflicts_with = "in_service")]
     pub layout_pass: bool,
+    /// Start on an array in service, the raid5/6 stripe cache at its size, as `raidlab
+    /// advise` and `raidlab risk` weigh arrays — a degraded or rebuilding one too, which
+    /// `raidlab run` starts from the layout pass
+    #[arg(long)]
+    pub in_service: bool,
     /// fio rw: read, write, randread, randwrite, randrw, rw.
     #[arg(long, default_value = "randread", value_parser = parsed::<Rw>)]
     pub rw: Rw,

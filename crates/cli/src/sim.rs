@@ -19,8 +19,10 @@ pub fn sim(a: SimArgs) -> Result<()> {
     }
     let start = if a.layout_pass {
         raidlab_sim::Start::LaidOut
-    } else {
+    } else if a.in_service {
         raidlab_sim::Start::InService
+    } else {
+        raidlab_sim::Start::as_the_targets_run(case)
     };
     let out = match &a.trace {
         Some(_) => raidlab_sim::simulate_traced(case, a.seed, start)?,

@@ -567,11 +567,12 @@ fn a_re_added_member_resyncs_what_the_bitmap_flagged() {
 /// the lost member's blocks need too, and md grows that cache by a head whenever it runs
 /// short (`R5_ALLOC_MORE`): after 15 s of recovery under 4 KiB random reads at QD4 it holds
 /// more than its 256 heads (the VM lab's 6.1 kernel: 354 and 440), while the same reads on
-/// the degraded array never run it short.
+/// the degraded array never run it short. Both from md's 256 heads (an array in service).
 #[test]
 fn a_parity_recovery_grows_the_stripe_cache() {
     let heads = |level: &str, state: &str| {
-        let out = raidlab_sim::simulate(&vm_lab_case(level, state), 1).unwrap();
+        let case = vm_lab_case(level, state);
+        let out = raidlab_sim::simulate_from(&case, 1, raidlab_sim::Start::InService).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
         doc["raidlab"]["stripe_cache_heads"].as_u64().unwrap()
     };
@@ -589,10 +590,11 @@ fn a_parity_recovery_grows_the_stripe_cache() {
 /// deep: `--name=layout`), and on raid5/6 those writes run md's stripe cache short all the
 /// time, so it grows: the VM lab's guest grew its 256 heads by 91 over a 128 MiB region of
 /// a degraded raid5 before a recovery (docs/vm-lab.md). The simulator runs the same pass
-/// on request (`Start::LaidOut`, `raidlab sim --layout-pass`), where the targets would:
-/// not on a raw region a write workload overwrites, not on a mirror, not under buffered
-/// I/O (reclaim takes the cache back), not before Linux 4.1. By default it simulates an
-/// array in service, its cache at `stripe_cache_size`.
+/// (`Start::LaidOut`) where the targets would: not on a raw region a write workload
+/// overwrites, not on a mirror, not under buffered I/O (reclaim takes the cache back), not
+/// before Linux 4.1. `raidlab run` ([`raidlab_sim::simulate`]) starts an array with a
+/// member gone so and a healthy one in service, its cache at `stripe_cache_size`; so does
+/// `raidlab sim`, unless told `--layout-pass` or `--in-service`.
 #[test]
 fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
     let laid_out = |case: &raidlab_core::Case| {
@@ -612,6 +614,28 @@ fn the_layout_pass_grows_the_stripe_cache_a_case_starts_with() {
     };
     assert_eq!(start(raidlab_sim::Start::LaidOut), Some(heads));
     assert_eq!(start(raidlab_sim::Start::InService), Some(256));
+    let run = |case: &raidlab_core::Case| {
+        let out = raidlab_sim::simulate(case, 1).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&out.fio_json).unwrap();
+        doc["raidlab"]["stripe_cache_heads_at_start"].as_u64()
+    };
+    assert_eq!(
+        run(&reads),
+        Some(heads),
+        "`raidlab run` lays a rebuilding array out"
+    );
+    let degraded = vm_lab_case("raid5", "degraded");
+    assert!(run(&degraded).unwrap() > 256, "and a degraded one");
+    let healthy = vm_lab_case("raid5", "healthy");
+    assert!(
+        laid_out(&healthy).unwrap() > 256,
+        "a healthy array's region is laid out"
+    );
+    assert_eq!(
+        run(&healthy),
+        Some(256),
+        "but `raidlab run` starts it in service"
+    );
     let mut writes = reads.clone();
     writes.workload.rw = raidlab_core::Rw::RandWrite;
     assert_eq!(
