@@ -1300,10 +1300,10 @@ fn sim_runs_degraded_and_rebuilding_arrays() {
         "idle {idle:.0} s, loaded {loaded:.0} s"
     );
     // A light workload beside the rebuild: fio's rate_iops, as a plan's [workloads.fio] has it.
-    // In service: from the cache a layout pass grew (`raidlab run`'s start) this raid5's
-    // recovery runs at its members' speed and md, seeing too little of the workload to
-    // call the array busy, lets it starve the reads (4.2 a second over 5 s; from 256
-    // heads the cache grows as far within a minute: 11.3 a second over 60 s).
+    // In service (md's 256 heads): from the cache a layout pass grows, `raidlab run`'s
+    // start, this raid5's recovery runs at its members' speed, and md, seeing too little
+    // of the workload to call the array busy, lets it starve the reads (4.2 a second over
+    // 5 s; from 256 heads the cache grows as far within a minute: 11.3 over 60 s).
     let light = csv(&[
         "--state",
         "rebuilding",

@@ -525,8 +525,9 @@ fn md_rebuild_in_one_boot() {
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
     // requests and the members (guest 21.5-23.7 MiB/s, median 22.5, and 23.6 in a later
     // boot, against the simulator's 21.1 with requests of virtio's 1,016 KiB, 26.3 at
-    // 1,280, and 22.2 from the cache its layout pass grew; docs/vm-lab.md). Under the default minimum the governor's idle test decides,
-    // and there the simulator is further off (below).
+    // 1,280, and 22.2 from the cache its layout pass grew; docs/vm-lab.md). Under the
+    // default minimum the governor's idle test decides, and there the simulator is further
+    // off (below).
     let (vm, sim) = (&vm_rows[UNGOVERNED], &sim_rows[UNGOVERNED]);
     let (a, b) = (
         vm["rebuild_mib_s"]
@@ -593,8 +594,8 @@ fn md_rebuild_in_one_boot() {
     }
     // The workload while md recovers, medians of three: guest raid6 146.2, raid5 146.8,
     // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 157.0, 149.1, 87.9,
-    // 68.8, 134.8, and from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2 (single runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9;
-    // docs/vm-lab.md). Within 15 %, but raid5 and raid6 under md's governor within 25 %:
+    // 68.8, 134.8, and from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2 (single
+    // runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9; docs/vm-lab.md). Within 15 %, but raid5 and raid6 under md's governor within 25 %:
     // there the simulator's recovery is a third slow (above), which leaves its workload
     // the survivors' requests the guest's recovery takes, and the guest's split between
     // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
