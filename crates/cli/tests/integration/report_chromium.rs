@@ -232,6 +232,9 @@ fn report_renders_failures_and_rebuilds() {
         .split("<h2>")
         .next()
         .unwrap();
+    // The simulated raid5/6 start from the cache the targets' layout pass grows, and the
+    // section says so.
+    assert!(section.contains("its stripe cache grown by their layout pass"));
     // Two workloads × three levels × (degraded, rebuilding).
     assert_eq!(section.matches("<td>degraded</td>").count(), 6);
     assert_eq!(section.matches("<td>rebuilding</td>").count(), 6);
