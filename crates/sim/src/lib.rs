@@ -56,7 +56,7 @@ impl Start {
     /// guest for another reason (its plug merging), so it stays opt-in
     /// (`raidlab sim --layout-pass`).
     pub fn as_the_targets_run(case: &Case) -> Start {
-        if case.array.state == ArrayState::Healthy {
+        if case.array.state.is_healthy() {
             Start::InService
         } else {
             Start::LaidOut

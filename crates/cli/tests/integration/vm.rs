@@ -595,9 +595,10 @@ fn md_rebuild_in_one_boot() {
     // The workload while md recovers, medians of three: guest raid6 146.2, raid5 146.8,
     // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 157.0, 149.1, 87.9,
     // 68.8, 134.8, and from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2 (single
-    // runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9; docs/vm-lab.md). Within 15 %, but raid5 and raid6 under md's governor within 25 %:
-    // there the simulator's recovery is a third slow (above), which leaves its workload
-    // the survivors' requests the guest's recovery takes, and the guest's split between
+    // runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9; docs/vm-lab.md). Within
+    // 15 %, but raid5 and raid6 under md's governor within 25 %: there the simulator's
+    // recovery ran a third slow from 256 heads (above), which left its workload the
+    // survivors' requests the guest's recovery takes, and the guest's split between
     // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
     // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
     // 7.32). With the governor out of the way the recoveries agree, and so do the
