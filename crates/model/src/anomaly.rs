@@ -160,13 +160,17 @@ fn writes(o: &Observation) -> bool {
     o.case.workload.rw.writes()
 }
 
-/// A rebuilding array's recovery (`environment.rebuild`) ran no faster than 10 % above
-/// md's `sync_speed_min` and did not finish: the governor held it at the floor.
+/// A rebuilding array's recovery (`environment.rebuild`) ran within 10 % above md's
+/// `sync_speed_min` (or no more than half below it: md's speed is a mean over whole
+/// seconds, and a recovery that starts under load starts slow) and did not finish: the
+/// governor held it at the floor. Further below, md never held it back — md throttles
+/// only above the minimum — and what paced it was the members (a recovery with
+/// `sync_speed_min` raised to md's maximum, 200,000 KiB/s, runs at what the disks give).
 fn rebuild_at_min(o: &Observation) -> Option<Anomaly> {
     let r = o.environment.rebuild.as_ref()?;
     let min = o.case.array.rebuild.unwrap_or_default().sync_speed_min as f64;
     let kib_s = r.mib_s * 1024.0;
-    if r.seconds.is_some() || kib_s > min * 1.1 {
+    if r.seconds.is_some() || kib_s > min * 1.1 || kib_s < min * 0.5 {
         return None;
     }
     let full = r
@@ -671,6 +675,20 @@ mod tests {
                 && message.contains("185 days")
                 && message.contains("sync_speed_min"),
             "{message}"
+        );
+        // With the minimum raised to md's maximum the governor never holds a recovery
+        // back: 23 MiB/s is what the members gave.
+        c.array.rebuild = Some(raidlab_core::Rebuild {
+            sync_speed_min: 200_000,
+            ..Default::default()
+        });
+        assert!(
+            rules(&c, &f, env(23.0, None), &[], None).is_empty(),
+            "far below a raised minimum is the members' pace"
+        );
+        assert_eq!(
+            rules(&c, &f, env(200.0, None), &[], None),
+            [Rule::RebuildAtMin]
         );
     }
 
