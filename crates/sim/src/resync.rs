@@ -196,6 +196,9 @@ pub struct Resync {
     pub size: u64,
     /// Windows in flight.
     pub in_flight: u32,
+    /// Their bytes (a raid5/6 window may carry fewer rows than a whole one:
+    /// [`Resync::issue_at_most`]).
+    bytes_in_flight: u64,
     /// Waiting for every window in flight to complete, or asleep.
     pub draining: bool,
     pub sleeping: bool,
@@ -228,6 +231,7 @@ impl Resync {
             issued: start,
             size,
             in_flight: 0,
+            bytes_in_flight: 0,
             draining: false,
             sleeping: false,
             recheck: false,
@@ -284,10 +288,18 @@ impl Resync {
 
     /// Take the next window: its member range.
     pub fn issue(&mut self) -> (u64, u64) {
+        self.issue_at_most(u64::MAX)
+    }
+
+    /// Take the next window, or its first `len` bytes where md has buffers for no more of
+    /// it (raid5/6: `raid5_sync_request` takes a stripe head a row, so the rows whose
+    /// heads are free go now and the rest starts the next window).
+    pub fn issue_at_most(&mut self, len: u64) -> (u64, u64) {
         let at = self.issued;
-        let len = self.next_len();
+        let len = self.next_len().min(len);
         self.issued += len;
         self.in_flight += 1;
+        self.bytes_in_flight += len;
         self.since_look += len;
         (at, len)
     }
@@ -303,10 +315,16 @@ impl Resync {
         false
     }
 
-    /// A window completed at `now`: whether md, draining, may go on.
+    /// A whole window completed at `now`.
     pub fn complete(&mut self, now: Nanos) {
+        self.complete_len(now, self.pace.unit);
+    }
+
+    /// A window of `len` bytes completed at `now`: whether md, draining, may go on.
+    pub fn complete_len(&mut self, now: Nanos, len: u64) {
         self.in_flight -= 1;
-        self.done = (self.done + self.pace.unit).min(self.size);
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(len);
+        self.done = (self.done + len).min(self.size);
         let (at, when) = self.checkpoint;
         if self.done - at > self.every || now - when >= CHECKPOINT_EVERY {
             self.checkpoint = (self.done, now);
@@ -354,7 +372,7 @@ impl Resync {
             // is in flight (after a sleep above `sync_speed_max`, say): md goes on.
             Governor::Drain if self.in_flight == 0 => Next::Go,
             Governor::Drain => Next::Drain,
-            Governor::Depth if self.in_flight as u64 * p.unit >= p.depth_bytes => Next::Drain,
+            Governor::Depth if self.bytes_in_flight >= p.depth_bytes => Next::Drain,
             Governor::Depth => Next::Go,
         }
     }

@@ -525,9 +525,9 @@ fn md_rebuild_in_one_boot() {
     // never holds the recovery back: what paces it is the stripe cache, the merged sync
     // requests and the members (guest 21.5-23.7 MiB/s, median 22.5, and 23.6 in a later
     // boot, against the simulator's 21.1 with requests of virtio's 1,016 KiB, 26.3 at
-    // 1,280, and 22.2 from the cache its layout pass grew; docs/vm-lab.md). Under the
-    // default minimum the governor's idle test decides, and there the simulator is further
-    // off (below).
+    // 1,280, 22.2 from the cache its layout pass grew, 22.5 taking a stripe head a row as
+    // md does; docs/vm-lab.md). Under the default minimum the governor's idle test
+    // decides, and there the simulator is further off (below).
     let (vm, sim) = (&vm_rows[UNGOVERNED], &sim_rows[UNGOVERNED]);
     let (a, b) = (
         vm["rebuild_mib_s"]
@@ -560,13 +560,16 @@ fn md_rebuild_in_one_boot() {
             (0.9e9..1.08e9).contains(&member),
             "{label}: {full:.0} s at {a:.2} MiB/s is {member:.3e} bytes, not the member's"
         );
-        // raid1's and raid10's medians still move by half from boot to boot (their single
-        // runs: 0.64-2.82 and 2.1-4.1 MiB/s), and raid6's single runs reached ×2.08 of the
-        // simulator's 7.32 of then (8.85-15.2 MiB/s; its medians 11.21 and 12.41; the
-        // simulator now 7.01): ×2.5 there, ×2 on raid5 (8.62-13.16 against 8.81).
+        // md's idle test decides here, and the guest's own medians move by a third from
+        // boot to boot: raid6 8.84-12.41 MiB/s, raid5 9.64-12.45 over the boots in
+        // docs/vm-lab.md, against the simulator's 9.24 and 11.03 since it starts from the
+        // laid-out cache and takes a stripe head a row (×0.74-1.14), so ×1.5; raid10's
+        // medians 2.86-3.40 against 2.02 (×0.59-0.71: TCG's sync thread, docs/vm-lab.md),
+        // so ×2; raid1's 1.62-2.93 against 2.40, with single runs down to 1.05 in CI, ×2.5.
         let factor = match vm["level"].as_str() {
-            Some("raid1") | Some("raid10") | Some("raid6") => 2.5,
-            _ => 2.0,
+            Some("raid1") => 2.5,
+            Some("raid10") => 2.0,
+            _ => 1.5,
         };
         assert!(
             b >= a / factor && b <= a * factor,
@@ -594,7 +597,8 @@ fn md_rebuild_in_one_boot() {
     }
     // The workload while md recovers, medians of three: guest raid6 146.2, raid5 146.8,
     // raid10 83.4, raid1 71.8, raid5 ungoverned 132.9 IOPS; simulator 157.0, 149.1, 87.9,
-    // 68.8, 134.8, and from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2 (single
+    // 68.8, 134.8, from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2, and taking a
+    // stripe head a row, as md's sync does, 164.0, 150.3, 87.9, 68.8, 124.2 (single
     // runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9; docs/vm-lab.md). Within
     // 15 %, but raid5 and raid6 under md's governor within 25 %: there the simulator's
     // recovery ran a third slow from 256 heads (above), which left its workload the
@@ -621,7 +625,14 @@ fn md_rebuild_in_one_boot() {
             bracketed(&what, *a, *b, SLOW_HOST_SYNC, 0.25);
             continue;
         }
-        let tol = if governed_parity { 0.25 } else { 0.15 };
+        // raid6's guest medians lie 131.7-149.5 IOPS over the boots recorded, the
+        // simulator's 164.0 since it takes a stripe head a row (161.5 before): +10 to
+        // +24.5 %, so 30 % there.
+        let tol = match (governed_parity, l.as_str()) {
+            (true, "raid6") => 0.30,
+            (true, _) => 0.25,
+            _ => 0.15,
+        };
         within(&what, *b, *a, tol);
     }
 }

@@ -124,9 +124,15 @@ impl<D: Member> Engine<D> {
                     continue;
                 }
             }
-            if in_cache && !self.sync_takes_rows() {
-                break;
-            }
+            // raid5/6 (merged): the rows whose stripe heads are free, up to a window.
+            let most = if in_cache {
+                match self.sync_takes_rows(merges) {
+                    0 => break,
+                    rows => rows * ROW,
+                }
+            } else {
+                u64::MAX
+            };
             // `raid10_sync_request` and `raid1_sync_request` start by letting host I/O that
             // waits at the barrier through: the thread sleeps a jiffy before it raises the
             // barrier again. Where a sync buffer takes less than that (SSDs), the barrier
@@ -140,7 +146,7 @@ impl<D: Member> Engine<D> {
             }
             self.barrier.napped = false;
             let r = self.resync.as_mut().expect("resync");
-            let (offset, len) = r.issue();
+            let (offset, len) = r.issue_at_most(most);
             if !self.raise_barrier(offset, len) {
                 // The thread sleeps at the barrier: what it issued goes now.
                 break;
@@ -196,8 +202,8 @@ impl<D: Member> Engine<D> {
     /// A raid5/6 sync request of the member range `offset`, `len` completed: the windows
     /// it finished (their last bytes were in it), and the stripe heads it gives back — a
     /// head a row it carried, as md frees a stripe when its write completes, and the
-    /// heads a short last window took beyond its rows.
-    pub(super) fn sync_windows_done(&mut self, offset: u64, len: u64) -> (u64, u64) {
+    /// head a window's part row took (the member's last).
+    pub(super) fn sync_windows_done(&mut self, offset: u64, len: u64) -> (u64, u64, u64) {
         let end = offset + len;
         let first = self
             .sync_windows
@@ -213,31 +219,53 @@ impl<D: Member> Engine<D> {
             }
         }
         let mut heads = len / ROW;
+        let mut bytes = 0;
         for &(at, whole) in &done {
             self.sync_windows.remove(&at);
-            heads += WINDOW_ROWS - whole.div_ceil(ROW);
+            // A window took a head a row, a part row too (the member's last).
+            heads += whole.div_ceil(ROW) - whole / ROW;
+            bytes += whole;
         }
-        (done.len() as u64, heads)
+        (done.len() as u64, bytes, heads)
     }
 
-    /// Whether md's sync takes raid5/6 stripe heads: [`WINDOW_ROWS`] per window, from the
-    /// cache the workload's reads and writes use too (md only).
+    /// Whether md's sync takes raid5/6 stripe heads, a head a row
+    /// ([`Engine::sync_takes_rows`]), from the cache the workload's reads and writes use
+    /// too (md only).
     #[inline]
     pub(super) fn sync_in_cache(&self) -> bool {
         self.md_parity
     }
 
-    /// `raid5_sync_request` takes a window's stripe heads; when the cache has too few (or
-    /// requests already wait for a quarter of it to be free), md grows it by a head and
-    /// the sync thread sleeps until heads come back.
-    fn sync_takes_rows(&mut self) -> bool {
-        if self.heads_free(WINDOW_ROWS) {
-            self.rows_in_use += WINDOW_ROWS;
-            return true;
+    /// `raid5_sync_request` takes a stripe head a row: the rows of the next window whose
+    /// heads are free (all of them where its requests go alone, `merges` false: raid6's
+    /// initial resync). When the cache has none free (or requests already wait for a
+    /// quarter of it to be free), md grows it by a head and the sync thread sleeps until
+    /// heads come back. So what the sync sends after heads come back is what came back,
+    /// not whole windows: the VM lab's raid5 recovery reads its survivors in requests of
+    /// every size up to virtio's 254 pages, each about what the fresh member's last write
+    /// gave back (`RAIDLAB_VM_TRACE=1`, docs/vm-lab.md); whole windows there sent 256 rows
+    /// as 254 pages and 2 alone, each a request the members count.
+    fn sync_takes_rows(&mut self, merges: bool) -> u64 {
+        let rows = if merges {
+            let r = self.resync.as_ref().expect("resync");
+            let want = r.next_len().div_ceil(ROW).min(WINDOW_ROWS);
+            let free = if self.cache_blocked {
+                0
+            } else {
+                self.cache_rows.saturating_sub(self.rows_in_use)
+            };
+            want.min(free)
+        } else {
+            WINDOW_ROWS
+        };
+        if rows > 0 && self.heads_free(rows) {
+            self.rows_in_use += rows;
+            return rows;
         }
         self.cache_short();
         self.sync_waits_rows = true;
-        false
+        0
     }
 
     /// Whether sync windows raise raid10's or raid1's barrier: during md's recovery (btrfs

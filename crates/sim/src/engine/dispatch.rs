@@ -518,8 +518,8 @@ impl<D: Member> Engine<D> {
                     }
                 }
                 self.parts.release(part_id);
-                let (windows, heads) = if self.sync_windows.is_empty() {
-                    (whole, whole * background::WINDOW_ROWS)
+                let (windows, bytes, heads) = if self.sync_windows.is_empty() {
+                    (whole, whole * unit, whole * background::WINDOW_ROWS)
                 } else {
                     self.sync_windows_done(offset, len)
                 };
@@ -532,8 +532,13 @@ impl<D: Member> Engine<D> {
                 }
                 let passed = self.lower_barrier(windows as u32);
                 let r = self.resync.as_mut().expect("resync");
-                for _ in 0..windows {
-                    r.complete(now);
+                if windows > 0 {
+                    // The windows' bytes, as md counts them done; the in-flight count a
+                    // window each.
+                    for _ in 1..windows {
+                        r.complete_len(now, 0);
+                    }
+                    r.complete_len(now, bytes);
                 }
                 if self.sync_in_cache() {
                     self.give_back_heads(heads);
