@@ -317,14 +317,15 @@ impl Resync {
 
     /// A whole window completed at `now`.
     pub fn complete(&mut self, now: Nanos) {
-        self.complete_len(now, self.pace.unit);
+        self.complete_windows(now, 1, self.pace.unit);
     }
 
-    /// A window of `len` bytes completed at `now`: whether md, draining, may go on.
-    pub fn complete_len(&mut self, now: Nanos, len: u64) {
-        self.in_flight -= 1;
-        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(len);
-        self.done = (self.done + len).min(self.size);
+    /// `windows` windows of `bytes` in all completed at `now`: whether md, draining, may
+    /// go on.
+    pub fn complete_windows(&mut self, now: Nanos, windows: u32, bytes: u64) {
+        self.in_flight -= windows;
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(bytes);
+        self.done = (self.done + bytes).min(self.size);
         let (at, when) = self.checkpoint;
         if self.done - at > self.every || now - when >= CHECKPOINT_EVERY {
             self.checkpoint = (self.done, now);

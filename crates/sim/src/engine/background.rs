@@ -249,17 +249,16 @@ impl<D: Member> Engine<D> {
     fn sync_takes_rows(&mut self, merges: bool) -> u64 {
         let rows = if merges {
             let r = self.resync.as_ref().expect("resync");
-            let want = r.next_len().div_ceil(ROW).min(WINDOW_ROWS);
-            let free = if self.cache_blocked {
-                0
-            } else {
-                self.cache_rows.saturating_sub(self.rows_in_use)
-            };
-            want.min(free)
-        } else {
+            r.next_len()
+                .div_ceil(ROW)
+                .min(WINDOW_ROWS)
+                .min(self.free_heads())
+        } else if self.heads_free(WINDOW_ROWS) {
             WINDOW_ROWS
+        } else {
+            0
         };
-        if rows > 0 && self.heads_free(rows) {
+        if rows > 0 {
             self.rows_in_use += rows;
             return rows;
         }

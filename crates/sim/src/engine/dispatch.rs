@@ -533,12 +533,7 @@ impl<D: Member> Engine<D> {
                 let passed = self.lower_barrier(windows as u32);
                 let r = self.resync.as_mut().expect("resync");
                 if windows > 0 {
-                    // The windows' bytes, as md counts them done; the in-flight count a
-                    // window each.
-                    for _ in 1..windows {
-                        r.complete_len(now, 0);
-                    }
-                    r.complete_len(now, bytes);
+                    r.complete_windows(now, windows as u32, bytes);
                 }
                 if self.sync_in_cache() {
                     self.give_back_heads(heads);

@@ -50,11 +50,11 @@ impl<D: Member> Engine<D> {
             self.admit(host, stripe, slot, s, e, all_rows, rows_needed);
             return;
         }
-        let free = self.cache_rows.saturating_sub(self.rows_in_use);
+        let free = self.free_heads();
         let by_rows = self.rows_first && s / self.geo.chunk != (e - 1) / self.geo.chunk;
         // What goes in now (`[s, end)` in `rows`, taking `heads`) and where what waits
         // starts (`start`, its rows from `from`).
-        let (now, (start, from)) = if self.cache_blocked || free == 0 {
+        let (now, (start, from)) = if free == 0 {
             (None, (s, rows_from))
         } else if by_rows {
             let (to, heads) = self.fitting_rows(slot, s, e, rows_from, free);
@@ -620,6 +620,16 @@ impl<D: Member> Engine<D> {
     /// for a quarter of the cache).
     pub(super) fn heads_free(&self, n: u64) -> bool {
         !self.cache_blocked && self.rows_in_use + n <= self.cache_rows
+    }
+
+    /// How many stripe heads a new request may take now (none while requests wait for a
+    /// quarter of the cache).
+    pub(super) fn free_heads(&self) -> u64 {
+        if self.cache_blocked {
+            0
+        } else {
+            self.cache_rows.saturating_sub(self.rows_in_use)
+        }
     }
 
     /// A read finds too few free heads: it waits, its job's thread asleep in `io_submit`
