@@ -600,9 +600,10 @@ fn md_rebuild_in_one_boot() {
     // 68.8, 134.8, from the laid-out cache 161.5, 150.5, 87.9, 68.8, 116.2, and taking a
     // stripe head a row, as md's sync does, 164.0, 150.3, 87.9, 68.8, 124.2 (single
     // runs of the guest: raid10 76.6-92.2, raid6 132.6-158.9; docs/vm-lab.md). Within
-    // 15 %, but raid5 and raid6 under md's governor within 25 %: there the simulator's
-    // recovery ran a third slow from 256 heads (above), which left its workload the
-    // survivors' requests the guest's recovery takes, and the guest's split between
+    // 15 %, but raid5 under md's governor within 25 % and raid6 within 30 % (below):
+    // there the simulator's recovery ran a third slow from 256 heads (above), which left
+    // its workload the survivors' requests the guest's recovery takes, and the guest's
+    // split between
     // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
     // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
     // 7.32). With the governor out of the way the recoveries agree, and so do the
