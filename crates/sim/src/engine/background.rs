@@ -10,7 +10,10 @@ use super::*;
 /// and with these odds the simulator's turns carry 2.18 (1 + 0.6 + 0.6² + 0.6³). The
 /// guest's races are not a fair coin each — the sync thread won the first of them in 338
 /// of 451 wakes, and fio, once ahead, often stayed ahead — so this gives the mean, not the
-/// spread (docs/vm-lab.md).
+/// spread (docs/vm-lab.md). A later trace let one of fio's reads through in 443 of 713 turns;
+/// lowering the odds to match moves the governed raid10 gap from the recovery into the
+/// workload, because the rest of that guest's lead is its slow CPU's own race (vm-lab.md,
+/// "The same trace read turn by turn").
 const FIO_WINS_THE_RACE: f64 = 0.6;
 
 /// The largest request the block layer builds from merged bios: `max_sectors_kb`'s
