@@ -508,13 +508,22 @@ impl VmTarget {
         Ok(args)
     }
 
-    /// The results disk the guest writes its tar archive to.
+    /// The results disk the guest writes its tar archive to: a sparse file, so its size
+    /// costs nothing until written. A traced boot ([`TRACE_ENV`]) gets room for the
+    /// kernel's trace of every case (up to 32 MiB a CPU of ftrace's buffer each, more as
+    /// text: a raid6 case of 1 MiB writes traced 63 MB), which overflowed the 64 MiB an
+    /// untraced boot's results need and lost the boot's results.
     fn results_drive(&self, dir: &Path) -> Result<Vec<String>, TargetError> {
         let io = |e: std::io::Error| err(format!("{}: {e}", dir.display()));
         let mut args = Vec::new();
         let results = dir.join("results.img");
+        let bytes: u64 = if std::env::var_os(TRACE_ENV).is_some() {
+            8 << 30
+        } else {
+            64 << 20
+        };
         std::fs::File::create(&results)
-            .and_then(|h| h.set_len(64 << 20))
+            .and_then(|h| h.set_len(bytes))
             .map_err(io)?;
         args.push("-drive".into());
         args.push(format!(
