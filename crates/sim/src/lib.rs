@@ -54,7 +54,7 @@ impl Start {
     /// (a 1 MiB raid6 write at QD4 on 1 MiB chunks ×2, `examples/bench-1000.toml`), where
     /// the simulator already runs ahead of the guest for another reason (its plug
     /// merging): on the VM lab's healthy raid5/6 under 1 MiB random writes the pass took
-    /// the 1 MiB-chunk arrays from +15…+25 % to +26…+34 % of the guest's IOPS (64 KiB
+    /// the 1 MiB-chunk arrays from +3…+11 % to +8…+14 % of the guest's IOPS (64 KiB
     /// chunks: within 7 % either way), so it stays opt-in (`raidlab sim --layout-pass`;
     /// docs/simulator.md, "The layout pass").
     pub fn as_the_targets_run(case: &Case) -> Start {

@@ -491,6 +491,8 @@ impl<D: Member> Engine<D> {
             );
         }
         (*r_write, *w_write) = (false, true);
+        split_at_request_max(reads, self.merge_max);
+        split_at_request_max(writes, self.merge_max);
         let full = reads.is_empty();
         if full {
             part.phases.swap(0, 1);
@@ -776,9 +778,37 @@ impl<D: Member> Engine<D> {
             &mut part.phases[1].1,
             &mut self.plan_scratch,
         );
+        split_at_request_max(&mut part.phases[1].1, self.merge_max);
         reads.clear();
         self.spare_reads = reads;
         part.hosts.push(host);
         true
+    }
+}
+
+/// Cut a stripe's member pieces at the member's largest request. raid5d sends a stripe's
+/// pages a page a bio, so the block layer builds a member's request from at most its
+/// driver's segments of them (`Engine::merge_max`): on the VM lab's virtio-blk 254 pages,
+/// 1,016 KiB, so a 1 MiB chunk goes as 1,016 KiB and 8 KiB — the guest's healthy raid5 of
+/// 1 MiB chunks under 1 MiB random writes sent its members 2,032- and 16-sector requests
+/// (`RAIDLAB_VM_TRACE=1`, docs/simulator.md, "The layout pass"), where the simulator sent
+/// one command of 1 MiB. Pieces within the limit (every chunk up to 1,016 KiB there, up to
+/// `max_sectors_kb`'s 1,280 KiB on members without a segment limit) stay as they are.
+fn split_at_request_max(pieces: &mut Vec<Piece>, max: u64) {
+    if pieces.iter().all(|p| p.len <= max) {
+        return;
+    }
+    let whole = std::mem::take(pieces);
+    for p in whole {
+        let mut at = 0;
+        while at < p.len {
+            let len = (p.len - at).min(max);
+            pieces.push(Piece {
+                disk: p.disk,
+                offset: p.offset + at,
+                len,
+            });
+            at += len;
+        }
     }
 }
