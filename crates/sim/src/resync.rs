@@ -320,8 +320,8 @@ impl Resync {
         self.complete_windows(now, 1, self.pace.unit);
     }
 
-    /// `windows` windows of `bytes` in all completed at `now`: whether md, draining, may
-    /// go on.
+    /// `windows` windows of `bytes` in all completed at `now`; a draining md goes on once
+    /// none is in flight.
     pub fn complete_windows(&mut self, now: Nanos, windows: u32, bytes: u64) {
         self.in_flight -= windows;
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(bytes);

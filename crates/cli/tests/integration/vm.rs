@@ -603,14 +603,13 @@ fn md_rebuild_in_one_boot() {
     // 15 %, but raid5 under md's governor within 25 % and raid6 within 30 % (below):
     // there the simulator's recovery ran a third slow from 256 heads (above), which left
     // its workload the survivors' requests the guest's recovery takes, and the guest's
-    // split between
-    // the two moves from boot to boot (raid6's median of three fell to 131.7 IOPS with
-    // 12.41 MiB/s recovered in a CI run of 2026-11-28, against the simulator's 158.2 and
-    // 7.32). With the governor out of the way the recoveries agree, and so do the
-    // workloads (the fifth case, within 15 %). raid10: its guest's median moved from 76.5
-    // to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's 87.9), with its
-    // recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync thread,
-    // docs/vm-lab.md). On a slow host raid10's guest gives less: its workload
+    // split between the two moves from boot to boot (raid6's median of three fell to
+    // 131.7 IOPS with 12.41 MiB/s recovered in a CI run of 2026-11-28, against the
+    // simulator's 158.2 and 7.32). With the governor out of the way the recoveries agree,
+    // and so do the workloads (the fifth case, within 15 %). raid10: its guest's median
+    // moved from 76.5 to 93.1 IOPS over seven boots (+15 % to −6 % against the simulator's
+    // 87.9), with its recovery 2.4-3.6 MiB/s against the simulator's 2.02 (TCG's slow sync
+    // thread, docs/vm-lab.md). On a slow host raid10's guest gives less: its workload
     // gets what the lost member's partner (bound at 75 requests a second) leaves the
     // recovery's reads, and there the guest's sync, whose thread runs on the emulated
     // CPU, merged its 64 KiB buffers less — 3.05-3.19 MiB/s in 40-42 requests a second
