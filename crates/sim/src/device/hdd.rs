@@ -126,6 +126,9 @@ struct Choice {
     estimate: f64,
 }
 
+/// A wake token that acknowledges a cached write: above it, the write's slot in
+/// `Hdd::acks`. (Not the write's tag: a tag may use every bit, the engine's merged
+/// commands the top one.)
 const ACK: u64 = 1 << 63;
 const SERVICE_DONE: u64 = 0;
 /// How many queued commands the firmware scans when choosing the next one.
@@ -187,6 +190,10 @@ pub struct Hdd {
     /// from there while it has nothing else to do ([`READ_AHEAD_REVS`]).
     read_ahead_from: Option<f64>,
     pending: usize,
+    /// The tags of cached writes whose acknowledgement is on its way, by the slot their
+    /// wake token carries, and the slots free again.
+    acks: Vec<u64>,
+    free_acks: Vec<usize>,
     stats: DeviceStats,
     /// The firmware's estimate error (a share of the true time, at most) and its draws.
     noise: f64,
@@ -282,6 +289,8 @@ impl Hdd {
             write_cache,
             queue: Vec::new(),
             elevator: Elevator::new(scheduler),
+            acks: Vec::new(),
+            free_acks: Vec::new(),
             destage: VecDeque::new(),
             dirty: 0,
             dirty_bytes: 0,
@@ -456,7 +465,18 @@ impl Hdd {
             && self.dirty_bytes + q.op.len <= self.p.cache.0
         {
             let ack = self.overhead + q.op.len as f64 / (self.p.interface_mb_s * 1e-3);
-            out.wakes.push((Nanos(now.0 + ack as u64), ACK | q.op.tag));
+            let slot = match self.free_acks.pop() {
+                Some(slot) => {
+                    self.acks[slot] = q.op.tag;
+                    slot
+                }
+                None => {
+                    self.acks.push(q.op.tag);
+                    self.acks.len() - 1
+                }
+            };
+            out.wakes
+                .push((Nanos(now.0 + ack as u64), ACK | slot as u64));
             self.dirty += 1;
             self.dirty_bytes += q.op.len;
             self.destage.push_back(Queued { destage: true, ..q });
@@ -581,7 +601,9 @@ impl Hdd {
 
     fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         if token & ACK != 0 {
-            let tag = token & !ACK;
+            let slot = (token & !ACK) as usize;
+            let tag = self.acks[slot];
+            self.free_acks.push(slot);
             self.pending -= 1;
             // Counted as the host sees it: acknowledged from cache.
             let op = MemberOp {
