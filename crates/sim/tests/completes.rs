@@ -7,8 +7,6 @@
 //! engine marks merged commands with, so raid5/6 under 1 MiB writes with the caches on
 //! completed nothing.)
 
-mod common;
-
 use raidlab_core::Plan;
 use std::path::Path;
 
@@ -40,7 +38,8 @@ fn every_case_completes_io_in_each_direction_it_asks_for() {
         assert_eq!(cases.len(), 312, "the sweep's cases");
         let mut empty = Vec::new();
         for case in cases {
-            let (_, f) = common::simulate(case);
+            let out = raidlab_sim::simulate(case, 1).unwrap();
+            let f = raidlab_fio::parse_output(&out.fio_json).unwrap().figures;
             let w = &case.workload;
             let wants = [
                 ("read", w.rw.reads(), &f.read),
