@@ -586,6 +586,12 @@ impl<D: Member> Engine<D> {
     /// and 146 IOPS: something in md that lets the workload's reads through beside a
     /// recovery is not modelled (raid5d's handling order, or the sync thread's own pace),
     /// so the simulator keeps the narrower rule, which gave 8.1 MiB/s and 139 IOPS.
+    ///
+    /// md walks a read through the cache a stripe at a time, taking a head for each and
+    /// waiting whenever none is free, so a read over more rows than the cache holds goes
+    /// on as heads come back; here it takes its heads at once, and so at most the whole
+    /// cache (more, and it would wait for ever: a 4 MiB read of a raid5 of three with
+    /// 512 KiB chunks during its initial recovery takes 512 rows of a 256-head cache).
     pub(super) fn read_heads(&self, offset: u64, len: u64) -> u64 {
         if !self.md_parity || self.failed == 0 {
             return 0;
@@ -612,7 +618,7 @@ impl<D: Member> Engine<D> {
             });
         }
         if lost {
-            rows
+            rows.min(self.cache_rows)
         } else {
             0
         }
