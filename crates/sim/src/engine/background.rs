@@ -256,7 +256,10 @@ impl<D: Member> Engine<D> {
                 .div_ceil(ROW)
                 .min(WINDOW_ROWS)
                 .min(self.free_heads())
-        } else if self.heads_free(WINDOW_ROWS) {
+        } else if self.heads_free(WINDOW_ROWS.min(self.cache_rows)) {
+            // md takes a head a row and waits whenever none is free, so a window over more
+            // rows than the cache holds (`stripe_cache = 17`) goes once all of it is free,
+            // and holds it all (taken whole, it would wait for ever).
             WINDOW_ROWS
         } else {
             0
