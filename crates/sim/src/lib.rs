@@ -30,6 +30,17 @@ pub enum SimError {
     NoModel { case: String, known: String },
     #[error("case {case}: {why}")]
     BadModel { case: String, why: String },
+    #[error(
+        "case {case} ({label}): the simulation stalled at {at_s:.3} s of simulated time: \
+         I/O was still waiting and nothing was left to happen. This is a bug in the \
+         simulator, not a property of the array: please report it with the plan (or the \
+         `raidlab sim` flags) that produced it"
+    )]
+    Stalled {
+        case: String,
+        label: String,
+        at_s: f64,
+    },
 }
 
 /// What the array has been through before the case: it decides md raid5/6's stripe cache,
@@ -388,6 +399,13 @@ fn simulate_with(case: &Case, seed: u64, start: Start, trace: bool) -> Result<Si
             trace,
         },
     );
+    if let Some(at) = run.stalled {
+        return Err(SimError::Stalled {
+            case: case.id.0.clone(),
+            label: case.label(),
+            at_s: at.as_secs_f64(),
+        });
+    }
     // A re-added member's rebuild is what its bitmap flagged, not the whole member: its
     // own time (extrapolated at the run's speed when it outlasts the run); no idle figure.
     let readd = case.array.re_adds();

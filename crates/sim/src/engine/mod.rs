@@ -237,6 +237,9 @@ pub struct SimRun {
     pub array_ios: [u64; 2],
     /// Events processed: the benchmark's unit of work.
     pub events: u64,
+    /// The simulated time at which nothing was left to happen while host I/O or md's sync
+    /// still waited: a simulator bug, which the run's figures would hide.
+    pub stalled: Option<Nanos>,
     /// md's initial resync ran alongside the workload.
     pub resync_ran: bool,
     /// How far md's sync (initial resync or recovery) got, if one ran.
@@ -637,6 +640,8 @@ pub struct Engine<D> {
     lat_per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
+    /// When the run ran out of events with work still waiting ([`SimRun::stalled`]).
+    stalled: Option<Nanos>,
     /// Member commands devices completed and the engine has yet to handle, as a stack:
     /// handling one device's completions can submit to another device, which may complete
     /// something at once, so handlers nest. Each handles the entries above the length it
@@ -943,6 +948,7 @@ impl<D: Member> Engine<D> {
             lat_per_sec: vec![[0, 0]; seconds],
             array_ios: [0, 0],
             events: 0,
+            stalled: None,
             done: Vec::new(),
             plug_merges: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6)
@@ -1061,7 +1067,16 @@ impl<D: Member> Engine<D> {
                 (Some(first), Some(t)) => Key::new(t.at, t.seq) < first,
                 (None, Some(_)) => true,
                 (Some(_), None) => false,
-                (None, None) => break,
+                (None, None) => {
+                    // Nothing is left to happen before the run's end. Right once every
+                    // host I/O and the sync are done (a pass, an idle rebuild); otherwise
+                    // something waits for an event that never comes.
+                    let sync_waits = self.resync.as_ref().is_some_and(|r| !r.finished());
+                    if self.now < self.end && (!self.hosts.is_empty() || sync_waits) {
+                        self.stalled = Some(self.now);
+                    }
+                    break;
+                }
             };
             if timer_first {
                 let t = self.timers.pop_front().expect("peeked");
@@ -1116,6 +1131,7 @@ impl<D: Member> Engine<D> {
             members: self.devices.iter().map(|d| d.stats().clone()).collect(),
             array_ios: self.array_ios,
             events: self.events,
+            stalled: self.stalled,
             resync_ran: self.resync.is_some(),
             stripe_heads: parity.then_some(self.cache_rows),
             stripe_heads_at_start: parity.then_some(heads_at_start),
