@@ -28,8 +28,8 @@ pub fn advise(a: Box<AdviseArgs>) -> Result<()> {
     need.kernel = a.kernel.clone();
     need.years = a.years;
     need.seed = a.seed;
-    if a.years.is_nan() || a.years <= 0.0 {
-        bail!("--years {}: must be above 0", a.years);
+    if !(a.years > 0.0 && a.years.is_finite()) {
+        bail!("--years {}: must be a number above 0", a.years);
     }
     need.constraints = raidlab_advise::Constraints {
         min_usable: a.min_usable,

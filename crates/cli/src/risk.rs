@@ -22,16 +22,22 @@ pub fn risk(a: RiskArgs) -> Result<()> {
         (
             "--shape",
             a.shape,
-            a.shape > 0.0,
-            "above 0 (1 is exponential)",
+            a.shape > 0.0 && a.shape.is_finite(),
+            "a number above 0 (1 is exponential)",
         ),
-        ("--years", a.years, a.years > 0.0, "above 0"),
+        // An endless mission never ends its Monte Carlo.
+        (
+            "--years",
+            a.years,
+            a.years > 0.0 && a.years.is_finite(),
+            "a number above 0",
+        ),
         ("--trials", a.trials as f64, a.trials > 0, "at least 1"),
         (
             "--ure",
             a.ure,
-            a.ure >= 0.0,
-            "0 (no read errors) or above, e.g. 1e-15",
+            (0.0..=1.0).contains(&a.ure),
+            "a share of bits read, 0 (no read errors) to 1, e.g. 1e-15",
         ),
     ] {
         if !ok {

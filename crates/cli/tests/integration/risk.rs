@@ -49,10 +49,29 @@ fn risk_prints_the_probability_its_causes_and_mttdl() {
         .args(["risk", "--years", "0"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("--years 0: must be above 0"));
+        .stderr(predicate::str::contains(
+            "--years 0: must be a number above 0",
+        ));
     raidlab()
         .args(["risk", "--afr", "1.5"])
         .assert()
         .failure()
         .stderr(predicate::str::contains("--afr 1.5"));
+    // Not numbers a mission or a drive can have (an endless mission ran for ever).
+    for (flag, value) in [
+        ("--years", "inf"),
+        ("--shape", "inf"),
+        ("--ure", "inf"),
+        ("--ure", "2"),
+    ] {
+        raidlab()
+            .args(["risk", flag, value])
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .failure()
+            .stderr(
+                predicate::str::contains(format!("{flag} "))
+                    .and(predicate::str::contains("must be")),
+            );
+    }
 }
