@@ -2,12 +2,12 @@
 //! caches, directions, block sizes and queue depths, on a rotating and a solid-state
 //! model. A completion the simulator loses leaves fio's job waiting for it, and a case
 //! that loses enough of them reports no I/O at all — which a figure-by-figure test of one
-//! case does not notice for the others. (A run whose waits outlast every event is an
-//! error of its own, `SimError::Stalled`, which fails the sweep too.) (One such loss: the drive's cache acknowledged a
-//! write by a wake token that flagged the write's tag with its top bit, the bit the
-//! engine marks merged commands with, so raid5/6 under 1 MiB writes with the caches on
-//! completed nothing; and raid5/6 with a small stripe cache waited for ever for more
-//! stripe heads than it holds.)
+//! case does not notice for the others. A run whose waits outlast every event is an error
+//! of its own (`SimError::Stalled`), which fails the sweep too. It caught three faults:
+//! the drive's cache acknowledged a write by a wake token that flagged the write's tag
+//! with its top bit, the bit the engine marks merged commands with, so raid5/6 under 1 MiB
+//! writes with the caches on completed nothing; and a raid5/6 read and raid6's resync
+//! window each waited for ever for more stripe heads than a small cache holds.
 
 use raidlab_core::Plan;
 use std::path::Path;
