@@ -275,6 +275,8 @@ pub fn laid_out_cache(case: &Case, model: &DiskModel, seed: u64, member: u64) ->
             trace: false,
         },
     );
+    // A stalled pass is a simulator bug too (`SimError::Stalled`); tests catch it here.
+    debug_assert!(run.stalled.is_none(), "the layout pass stalled: {case:?}");
     run.stripe_heads
 }
 
@@ -346,6 +348,10 @@ fn full_rebuild_from(
                     lay_out: None,
                     trace: false,
                 },
+            );
+            debug_assert!(
+                run.stalled.is_none(),
+                "a rebuild sample stalled: {sample:?}"
             );
             let sync = run.sync.expect("a rebuilding case recovers");
             let rate = sync.rate();
