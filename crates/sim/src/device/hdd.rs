@@ -26,6 +26,7 @@
 
 use super::elevator::Elevator;
 use super::{count, to_f64, DeviceStats, Member, MemberOp, Out, Wakes};
+use crate::slab::Slab;
 use raidlab_core::disk::HddParams;
 use raidlab_core::{Nanos, Scheduler};
 use rand::{Rng, SeedableRng};
@@ -191,9 +192,8 @@ pub struct Hdd {
     read_ahead_from: Option<f64>,
     pending: usize,
     /// The tags of cached writes whose acknowledgement is on its way, by the slot their
-    /// wake token carries, and the slots free again.
-    acks: Vec<u64>,
-    free_acks: Vec<usize>,
+    /// wake token carries.
+    acks: Slab<u64>,
     stats: DeviceStats,
     /// The firmware's estimate error (a share of the true time, at most) and its draws.
     noise: f64,
@@ -289,8 +289,7 @@ impl Hdd {
             write_cache,
             queue: Vec::new(),
             elevator: Elevator::new(scheduler),
-            acks: Vec::new(),
-            free_acks: Vec::new(),
+            acks: Slab::new(),
             destage: VecDeque::new(),
             dirty: 0,
             dirty_bytes: 0,
@@ -465,18 +464,9 @@ impl Hdd {
             && self.dirty_bytes + q.op.len <= self.p.cache.0
         {
             let ack = self.overhead + q.op.len as f64 / (self.p.interface_mb_s * 1e-3);
-            let slot = match self.free_acks.pop() {
-                Some(slot) => {
-                    self.acks[slot] = q.op.tag;
-                    slot
-                }
-                None => {
-                    self.acks.push(q.op.tag);
-                    self.acks.len() - 1
-                }
-            };
+            let slot = self.acks.insert(q.op.tag);
             out.wakes
-                .push((Nanos(now.0 + ack as u64), ACK | slot as u64));
+                .push((Nanos(now.0 + ack as u64), ACK | u64::from(slot)));
             self.dirty += 1;
             self.dirty_bytes += q.op.len;
             self.destage.push_back(Queued { destage: true, ..q });
@@ -601,9 +591,7 @@ impl Hdd {
 
     fn wake<W: Wakes>(&mut self, now: Nanos, token: u64, out: &mut Out<W>) {
         if token & ACK != 0 {
-            let slot = (token & !ACK) as usize;
-            let tag = self.acks[slot];
-            self.free_acks.push(slot);
+            let tag = self.acks.remove((token & !ACK) as u32);
             self.pending -= 1;
             // Counted as the host sees it: acknowledged from cache.
             let op = MemberOp {

@@ -640,8 +640,6 @@ pub struct Engine<D> {
     lat_per_sec: Vec<[u64; 2]>,
     array_ios: [u64; 2],
     events: u64,
-    /// When the run ran out of events with work still waiting ([`SimRun::stalled`]).
-    stalled: Option<Nanos>,
     /// Member commands devices completed and the engine has yet to handle, as a stack:
     /// handling one device's completions can submit to another device, which may complete
     /// something at once, so handlers nest. Each handles the entries above the length it
@@ -948,7 +946,6 @@ impl<D: Member> Engine<D> {
             lat_per_sec: vec![[0, 0]; seconds],
             array_ios: [0, 0],
             events: 0,
-            stalled: None,
             done: Vec::new(),
             plug_merges: case.array.engine == FsEngine::Md
                 && matches!(spec.level, Level::Raid5 | Level::Raid6)
@@ -1062,6 +1059,8 @@ impl<D: Member> Engine<D> {
         if self.resync.is_some() {
             self.schedule(Nanos(0), Ev::ResyncWake);
         }
+        // When the run ran out of events with work still waiting ([`SimRun::stalled`]).
+        let mut stalled = None;
         loop {
             let timer_first = match (self.heap.peek(), self.timers.front()) {
                 (Some(first), Some(t)) => Key::new(t.at, t.seq) < first,
@@ -1073,7 +1072,7 @@ impl<D: Member> Engine<D> {
                     // something waits for an event that never comes.
                     let sync_waits = self.resync.as_ref().is_some_and(|r| !r.finished());
                     if self.now < self.end && (!self.hosts.is_empty() || sync_waits) {
-                        self.stalled = Some(self.now);
+                        stalled = Some(self.now);
                     }
                     break;
                 }
@@ -1131,7 +1130,7 @@ impl<D: Member> Engine<D> {
             members: self.devices.iter().map(|d| d.stats().clone()).collect(),
             array_ios: self.array_ios,
             events: self.events,
-            stalled: self.stalled,
+            stalled,
             resync_ran: self.resync.is_some(),
             stripe_heads: parity.then_some(self.cache_rows),
             stripe_heads_at_start: parity.then_some(heads_at_start),
